@@ -1,0 +1,5 @@
+//! The `lockstep` command's library: what the command and the integration
+//! tests share (one launcher, two users).
+
+pub mod cluster;
+pub mod conformance;

@@ -1,0 +1,1 @@
+//! Layout pins (work in progress)

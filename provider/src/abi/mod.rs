@@ -1,0 +1,6 @@
+//! The C ABI of wsrep v26 (work in progress).
+
+pub mod sys;
+
+#[cfg(test)]
+mod layout_tests;

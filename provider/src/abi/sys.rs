@@ -1,0 +1,1 @@
+//! Rust mirror of wsrep_api.h v26 (work in progress)

@@ -1,0 +1,1 @@
+//! cert (work in progress)

@@ -1,0 +1,1 @@
+//! gcache (work in progress)

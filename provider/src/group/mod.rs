@@ -1,0 +1,1 @@
+//! group (work in progress)

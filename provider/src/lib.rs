@@ -1,0 +1,19 @@
+//! lockstep: a wsrep provider (API v26) that MariaDB loads in place of
+//! Galera's `libgalera_smm.so`.
+//!
+//! The modules follow the layers of DESIGN.md, top (C boundary) to bottom:
+//!
+//! * [`abi`]       the C ABI of wsrep v26: `wsrep_loader`, entry points, services
+//! * `node`        the replicator: node state, local transactions, appliers
+//! * `cert`        certification index and `depends_on` (deterministic)
+//! * `monitor`     ordered sections: apply and commit monitors
+//! * `writeset`    the versioned writeset encoding
+//! * `group`       total order and membership (Raft), views, flow control
+//! * `transport`   TCP between providers
+//! * `gcache`      writeset cache for IST
+//! * `transfer`    SST coordination and IST
+//!
+//! The one registry of provider options and status variables is its own
+//! crate, `lockstep-config`, shared with the `lockstep` command.
+
+pub mod abi;

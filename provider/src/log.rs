@@ -1,0 +1,1 @@
+//! Logging bridge (work in progress)

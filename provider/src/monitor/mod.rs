@@ -1,0 +1,1 @@
+//! monitor (work in progress)

@@ -1,0 +1,1 @@
+//! node (work in progress)

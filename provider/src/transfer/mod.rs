@@ -1,0 +1,1 @@
+//! transfer (work in progress)

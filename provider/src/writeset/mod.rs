@@ -1,0 +1,1 @@
+//! writeset (work in progress)
