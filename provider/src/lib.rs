@@ -17,3 +17,9 @@
 //! crate, `lockstep-config`, shared with the `lockstep` command.
 
 pub mod abi;
+pub mod cert;
+pub mod gtid;
+pub mod writeset;
+pub mod monitor;
+pub mod group;
+pub mod log;

@@ -1,1 +1,313 @@
-//! cert (work in progress)
+//! Certification: the deterministic "first committer wins" test every node
+//! runs on every ordered writeset, and the `depends_on` seqno that lets
+//! appliers work in parallel.
+//!
+//! Given the same ordered input, every node holds the same index and makes
+//! the same decisions; that is the consistency of the cluster. So nothing
+//! here may depend on time, threads, hash-map iteration order or anything
+//! local to a node.
+//!
+//! The rules are Galera's (contract §5): keys expand into SHARED branch keys
+//! for every prefix plus the server-wide zero-level key; a new key is
+//! checked against the latest earlier writeset that referenced it with each
+//! kind; a conflict only fails certification if the earlier writeset was
+//! invisible to the new one's originator (`seqno > last_seen`) and came from
+//! another node or was TOI.
+
+mod key;
+
+use std::collections::{BTreeMap, HashMap};
+
+pub use key::{expand, KeyHash};
+
+use crate::gtid::{Seqno, Uuid, SEQNO_UNDEFINED};
+use crate::writeset::{flags, KeyKind, WriteSet};
+
+/// Galera's `cert.max_length` default: the longest certification interval
+/// and the most writesets the index keeps before trimming itself.
+pub const DEFAULT_MAX_LENGTH: usize = 16384;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Verdict {
+    /// Certified: may commit once `depends_on` has been applied.
+    Pass { depends_on: Seqno },
+    /// Failed: delivered everywhere as a dummy, the origin's client gets a
+    /// deadlock error.
+    Fail(FailReason),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FailReason {
+    /// A key conflict with the writeset at this seqno.
+    Conflict { with: Seqno },
+    /// The certification interval reaches below what the index still holds
+    /// (right after a state transfer, or the index was trimmed).
+    BelowIndex,
+    /// `seqno - last_seen` exceeds `cert.max_length`.
+    IntervalTooLong,
+}
+
+/// The latest writeset that referenced a key with one kind.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Ref {
+    seqno: Seqno,
+    source: Uuid,
+    toi: bool,
+}
+
+/// One entry of the index: the latest reference per key kind.
+#[derive(Default, Clone, Debug)]
+struct Entry {
+    refs: [Option<Ref>; 4],
+}
+
+/// A certified writeset still in the index, remembered so it can be purged.
+#[derive(Debug)]
+struct Certified {
+    keys: Vec<(KeyHash, KeyKind)>,
+}
+
+/// What the existing reference of kind `existing` means to a new key of
+/// kind `new` (Galera's check table, contract §5.3).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Check {
+    Nothing,
+    Dependency,
+    Conflict,
+}
+
+fn check(existing: KeyKind, new: KeyKind) -> Check {
+    use Check::*;
+    use KeyKind::*;
+    match (existing, new) {
+        (Exclusive, _) => Conflict,
+        (Update, Update | Exclusive) => Conflict,
+        (Update, Shared | Reference) => Dependency,
+        (Reference, Exclusive) => Conflict,
+        (Reference, Update) => Dependency,
+        (Shared, Update | Exclusive) => Dependency,
+        (Reference | Shared, Shared | Reference) => Nothing,
+    }
+}
+
+#[derive(Default, Clone, Copy, Debug)]
+pub struct Stats {
+    pub certified: u64,
+    pub failed: u64,
+    /// Sum of (seqno - depends_on) over certified writesets.
+    pub deps_distance_sum: u64,
+    /// Sum of (seqno - last_seen - 1) over certified writesets.
+    pub interval_sum: u64,
+}
+
+pub struct Certification {
+    index: HashMap<KeyHash, Entry>,
+    /// Certified writesets by seqno, oldest first (the purge order).
+    certified: BTreeMap<Seqno, Certified>,
+    /// Writesets whose certification interval starts below this cannot be
+    /// certified here (their conflicts may have been purged or predate
+    /// this node's state).
+    floor: Seqno,
+    /// Last seqno certified (passed or failed): seqnos must arrive in order.
+    position: Seqno,
+    last_pa_unsafe: Seqno,
+    optimistic_pa: bool,
+    max_length: usize,
+    stats: Stats,
+}
+
+impl Certification {
+    /// A fresh index for a history positioned at `position` (the last seqno
+    /// this node's state contains).
+    pub fn new(position: Seqno) -> Certification {
+        Certification {
+            index: HashMap::new(),
+            certified: BTreeMap::new(),
+            floor: position,
+            position,
+            last_pa_unsafe: SEQNO_UNDEFINED,
+            optimistic_pa: true,
+            max_length: DEFAULT_MAX_LENGTH,
+            stats: Stats::default(),
+        }
+    }
+
+    pub fn set_optimistic_pa(&mut self, on: bool) {
+        self.optimistic_pa = on;
+    }
+
+    pub fn set_max_length(&mut self, n: usize) {
+        self.max_length = n.max(1);
+    }
+
+    pub fn position(&self) -> Seqno {
+        self.position
+    }
+
+    pub fn index_size(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Lowest seqno still in the index (Galera logs it as the "cert index
+    /// boundary"), or the position when empty.
+    pub fn lowest(&self) -> Seqno {
+        self.certified.keys().next().copied().unwrap_or(self.position)
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Forget everything and restart at `position` (state transfer, new
+    /// history).
+    pub fn reset(&mut self, position: Seqno) {
+        let (pa, max) = (self.optimistic_pa, self.max_length);
+        *self = Certification::new(position);
+        self.optimistic_pa = pa;
+        self.max_length = max;
+    }
+
+    /// An ordered seqno that carries no writeset (a configuration change):
+    /// everything after it must wait for it, as for a PA-unsafe writeset.
+    pub fn skip(&mut self, seqno: Seqno) {
+        self.advance(seqno);
+        self.last_pa_unsafe = seqno;
+    }
+
+    fn advance(&mut self, seqno: Seqno) {
+        assert!(seqno > self.position, "certification out of order: {} after {}", seqno, self.position);
+        self.position = seqno;
+    }
+
+    /// Certifies the writeset ordered at `seqno`.
+    pub fn certify(&mut self, ws: &WriteSet, seqno: Seqno) -> Verdict {
+        self.advance(seqno);
+        if ws.has(flags::ROLLBACK) && !ws.has(flags::TRX_START) {
+            // A streaming rollback fragment only tells appliers to discard:
+            // it bypasses the test and must wait for everything before it.
+            self.last_pa_unsafe = seqno;
+            return Verdict::Pass { depends_on: seqno - 1 };
+        }
+        if let Some(reason) = self.interval_check(ws, seqno) {
+            self.stats.failed += 1;
+            return Verdict::Fail(reason);
+        }
+        let keys = expand(&ws.keys);
+        let mut depends_on = self.initial_depends_on(ws, seqno);
+        if !ws.is_toi() {
+            if let Some(with) = self.test_keys(ws, &keys, &mut depends_on) {
+                self.stats.failed += 1;
+                return Verdict::Fail(FailReason::Conflict { with });
+            }
+        }
+        depends_on = depends_on.max(self.last_pa_unsafe);
+        self.insert(ws, seqno, keys);
+        if ws.has(flags::PA_UNSAFE) || ws.is_toi() {
+            self.last_pa_unsafe = seqno;
+        }
+        self.record_pass(ws, seqno, depends_on);
+        self.trim();
+        Verdict::Pass { depends_on }
+    }
+
+    fn interval_check(&self, ws: &WriteSet, seqno: Seqno) -> Option<FailReason> {
+        if ws.is_toi() {
+            return None;
+        }
+        if ws.last_seen < self.floor {
+            return Some(FailReason::BelowIndex);
+        }
+        if seqno - ws.last_seen > self.max_length as Seqno {
+            return Some(FailReason::IntervalTooLong);
+        }
+        None
+    }
+
+    fn initial_depends_on(&self, ws: &WriteSet, seqno: Seqno) -> Seqno {
+        if ws.has(flags::PA_UNSAFE) || ws.is_toi() || self.certified.is_empty() {
+            return seqno - 1;
+        }
+        let mut d = if ws.has(flags::IMPLICIT_DEPS) { ws.last_seen } else { SEQNO_UNDEFINED };
+        if !self.optimistic_pa {
+            d = d.max(ws.last_seen);
+        }
+        // Dependencies on purged writesets are unknown: wait for them all.
+        d.max(self.lowest() - 1)
+    }
+
+    /// Checks every key against the index; returns the seqno of the first
+    /// conflicting writeset, raising `depends_on` on the way.
+    fn test_keys(&self, ws: &WriteSet, keys: &[(KeyHash, KeyKind)], depends_on: &mut Seqno) -> Option<Seqno> {
+        for (hash, kind) in keys {
+            let Some(entry) = self.index.get(hash) else { continue };
+            for existing in [KeyKind::Exclusive, KeyKind::Update, KeyKind::Reference, KeyKind::Shared] {
+                let Some(r) = entry.refs[existing as usize] else { continue };
+                match check(existing, *kind) {
+                    Check::Nothing => {}
+                    Check::Dependency => *depends_on = (*depends_on).max(r.seqno),
+                    Check::Conflict => {
+                        if r.seqno > ws.last_seen && (r.toi || r.source != ws.source) {
+                            return Some(r.seqno);
+                        }
+                        *depends_on = (*depends_on).max(r.seqno);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn insert(&mut self, ws: &WriteSet, seqno: Seqno, keys: Vec<(KeyHash, KeyKind)>) {
+        let r = Ref { seqno, source: ws.source, toi: ws.is_toi() };
+        for (hash, kind) in &keys {
+            self.index.entry(*hash).or_default().refs[*kind as usize] = Some(r);
+        }
+        self.certified.insert(seqno, Certified { keys });
+    }
+
+    fn record_pass(&mut self, ws: &WriteSet, seqno: Seqno, depends_on: Seqno) {
+        debug_assert!(depends_on < seqno);
+        self.stats.certified += 1;
+        self.stats.deps_distance_sum += (seqno - depends_on) as u64;
+        self.stats.interval_sum += (seqno - ws.last_seen - 1).max(0) as u64;
+    }
+
+    /// The safety valve: never keep more than `max_length` writesets.
+    fn trim(&mut self) {
+        if self.certified.len() > self.max_length {
+            let upto = self.position - self.max_length as Seqno;
+            self.purge_upto(upto);
+        }
+    }
+
+    /// Drops writesets up to `upto` from the index. Every node must purge at
+    /// the same point of the ordered stream (a commit cut), or their
+    /// decisions would differ.
+    pub fn purge_upto(&mut self, upto: Seqno) {
+        let upto = upto.min(self.position);
+        while let Some(entry) = self.certified.first_entry() {
+            if *entry.key() > upto {
+                break;
+            }
+            let (seqno, trx) = entry.remove_entry();
+            self.unref(seqno, &trx.keys);
+        }
+        self.floor = self.floor.max(upto);
+    }
+
+    fn unref(&mut self, seqno: Seqno, keys: &[(KeyHash, KeyKind)]) {
+        for (hash, kind) in keys {
+            let Some(entry) = self.index.get_mut(hash) else { continue };
+            let slot = &mut entry.refs[*kind as usize];
+            if slot.map(|r| r.seqno) == Some(seqno) {
+                *slot = None;
+            }
+            if entry.refs.iter().all(Option::is_none) {
+                self.index.remove(hash);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

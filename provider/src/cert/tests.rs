@@ -1,0 +1,176 @@
+use bytes::Bytes;
+
+use super::*;
+use crate::writeset::Key;
+
+const A: Uuid = Uuid([1; 16]);
+const B: Uuid = Uuid([2; 16]);
+
+fn ws(source: Uuid, last_seen: Seqno, flags: u32, keys: &[(KeyKind, &[&str])]) -> WriteSet {
+    let keys = keys
+        .iter()
+        .map(|(kind, parts)| Key { kind: *kind, parts: parts.iter().map(|p| p.as_bytes().to_vec()).collect() })
+        .collect();
+    WriteSet::new(flags | flags::TRX_START | flags::TRX_END, source, 1, 1, last_seen, keys, Bytes::new())
+}
+
+fn row(kind: KeyKind) -> [(KeyKind, &'static [&'static str]); 1] {
+    [(kind, &["d", "t", "1"])]
+}
+
+/// Certifies `first` at seqno 1 (from A) then `second` at 2 from `source`
+/// with last_seen 0 (so the two are concurrent).
+fn pair(first: KeyKind, second: KeyKind, source: Uuid) -> Verdict {
+    let mut c = Certification::new(0);
+    assert!(matches!(c.certify(&ws(A, 0, 0, &row(first)), 1), Verdict::Pass { .. }));
+    c.certify(&ws(source, 0, 0, &row(second)), 2)
+}
+
+#[test]
+fn conflict_matrix_matches_galera_for_concurrent_writesets_from_two_nodes() {
+    use KeyKind::*;
+    // (existing, new, conflict?)
+    let table = [
+        (Shared, Shared, false), (Shared, Reference, false), (Shared, Update, false), (Shared, Exclusive, false),
+        (Reference, Shared, false), (Reference, Reference, false), (Reference, Update, false), (Reference, Exclusive, true),
+        (Update, Shared, false), (Update, Reference, false), (Update, Update, true), (Update, Exclusive, true),
+        (Exclusive, Shared, true), (Exclusive, Reference, true), (Exclusive, Update, true), (Exclusive, Exclusive, true),
+    ];
+    for (existing, new, conflict) in table {
+        let v = pair(existing, new, B);
+        assert_eq!(matches!(v, Verdict::Fail(_)), conflict, "{:?} then {:?}: {:?}", existing, new, v);
+    }
+}
+
+#[test]
+fn dependencies_follow_the_matrix() {
+    use KeyKind::*;
+    // Not conflicting but dependent: depends_on is the first writeset.
+    assert_eq!(pair(Update, Shared, B), Verdict::Pass { depends_on: 1 });
+    assert_eq!(pair(Reference, Update, B), Verdict::Pass { depends_on: 1 });
+    // Nothing: only the index floor (lowest - 1 = 0).
+    assert_eq!(pair(Shared, Shared, B), Verdict::Pass { depends_on: 0 });
+}
+
+#[test]
+fn same_source_never_conflicts_but_depends() {
+    assert_eq!(pair(KeyKind::Exclusive, KeyKind::Exclusive, A), Verdict::Pass { depends_on: 1 });
+}
+
+#[test]
+fn a_writeset_that_saw_the_other_does_not_conflict() {
+    let mut c = Certification::new(0);
+    c.certify(&ws(A, 0, 0, &row(KeyKind::Update)), 1);
+    assert_eq!(c.certify(&ws(B, 1, 0, &row(KeyKind::Update)), 2), Verdict::Pass { depends_on: 1 });
+}
+
+#[test]
+fn toi_passes_and_conflicts_with_racing_dml_even_from_its_own_node() {
+    let mut c = Certification::new(0);
+    let toi = ws(A, 0, flags::ISOLATION, &[(KeyKind::Exclusive, &["d", "t"])]);
+    assert_eq!(c.certify(&toi, 1), Verdict::Pass { depends_on: 0 });
+    let dml = ws(A, 0, 0, &row(KeyKind::Update));
+    assert_eq!(c.certify(&dml, 2), Verdict::Fail(FailReason::Conflict { with: 1 }));
+    // A DML that saw the TOI passes and waits for it.
+    let later = ws(A, 1, 0, &row(KeyKind::Update));
+    assert_eq!(c.certify(&later, 3), Verdict::Pass { depends_on: 1 });
+}
+
+#[test]
+fn toi_ignores_conflicts_itself() {
+    let mut c = Certification::new(0);
+    c.certify(&ws(B, 0, 0, &row(KeyKind::Exclusive)), 1);
+    let toi = ws(A, 0, flags::ISOLATION, &[(KeyKind::Exclusive, &["d", "t"])]);
+    assert_eq!(c.certify(&toi, 2), Verdict::Pass { depends_on: 1 });
+}
+
+#[test]
+fn a_failed_writeset_leaves_the_index_unchanged() {
+    let mut c = Certification::new(0);
+    c.certify(&ws(A, 0, 0, &row(KeyKind::Exclusive)), 1);
+    let size = c.index_size();
+    let failed = ws(B, 0, 0, &[(KeyKind::Exclusive, &["d", "t", "2"]), (KeyKind::Exclusive, &["d", "t", "1"])]);
+    assert!(matches!(c.certify(&failed, 2), Verdict::Fail(_)));
+    assert_eq!(c.index_size(), size);
+    // Row 2 was never indexed: a concurrent writer of row 2 passes.
+    assert!(matches!(c.certify(&ws(A, 0, 0, &[(KeyKind::Exclusive, &["d", "t", "2"])]), 3), Verdict::Pass { .. }));
+}
+
+#[test]
+fn pa_unsafe_serialises_what_follows() {
+    let mut c = Certification::new(0);
+    c.certify(&ws(A, 0, 0, &row(KeyKind::Exclusive)), 1);
+    assert_eq!(c.certify(&ws(A, 1, flags::PA_UNSAFE, &[]), 2), Verdict::Pass { depends_on: 1 });
+    let other = ws(B, 2, 0, &[(KeyKind::Exclusive, &["x", "y", "z"])]);
+    assert_eq!(c.certify(&other, 3), Verdict::Pass { depends_on: 2 });
+}
+
+#[test]
+fn first_writeset_after_empty_index_is_serial() {
+    let mut c = Certification::new(10);
+    assert_eq!(c.certify(&ws(A, 10, 0, &row(KeyKind::Exclusive)), 11), Verdict::Pass { depends_on: 10 });
+}
+
+#[test]
+fn purge_forgets_conflicts_and_raises_the_floor() {
+    let mut c = Certification::new(0);
+    c.certify(&ws(A, 0, 0, &row(KeyKind::Exclusive)), 1);
+    c.certify(&ws(A, 1, 0, &[(KeyKind::Exclusive, &["d", "t", "2"])]), 2);
+    c.purge_upto(1);
+    assert_eq!(c.lowest(), 2);
+    // A writeset whose interval reaches below the purge point cannot be
+    // checked: it fails rather than risk a missed conflict.
+    assert_eq!(c.certify(&ws(B, 0, 0, &[]), 3), Verdict::Fail(FailReason::BelowIndex));
+    assert_eq!(c.certify(&ws(B, 1, 0, &row(KeyKind::Exclusive)), 4), Verdict::Pass { depends_on: 1 });
+    c.purge_upto(4);
+    assert_eq!(c.index_size(), 0);
+}
+
+#[test]
+fn interval_longer_than_max_length_fails() {
+    let mut c = Certification::new(0);
+    c.set_max_length(3);
+    for s in 1..=4 {
+        c.certify(&ws(A, s - 1, 0, &[]), s);
+    }
+    assert_eq!(c.certify(&ws(B, 3, 0, &[]), 5), Verdict::Pass { depends_on: 1 });
+    // The safety valve kept at most max_length writesets.
+    assert!(c.lowest() >= 2);
+    assert_eq!(c.certify(&ws(B, 1, 0, &[]), 9), Verdict::Fail(FailReason::BelowIndex));
+}
+
+#[test]
+fn rollback_fragments_bypass_certification() {
+    let mut c = Certification::new(0);
+    c.certify(&ws(A, 0, 0, &row(KeyKind::Exclusive)), 1);
+    let rb = WriteSet::new(flags::ROLLBACK | flags::PA_UNSAFE, B, 9, 1, 0, vec![], Bytes::new());
+    assert_eq!(c.certify(&rb, 2), Verdict::Pass { depends_on: 1 });
+}
+
+#[test]
+#[should_panic(expected = "out of order")]
+fn seqnos_must_arrive_in_order() {
+    let mut c = Certification::new(5);
+    c.certify(&ws(A, 5, 0, &[]), 5);
+}
+
+#[test]
+fn identical_streams_give_identical_decisions() {
+    // Two indexes fed the same stream agree on every verdict.
+    let stream: Vec<WriteSet> = (0..200)
+        .map(|i| {
+            let src = if i % 3 == 0 { A } else { B };
+            let r = format!("{}", i % 7);
+            let kind = KeyKind::ALL[i % 4];
+            let mut w = ws(src, (i as Seqno) - (i as Seqno % 5), 0, &[]);
+            w.keys.push(Key { kind, parts: vec![b"d".to_vec(), b"t".to_vec(), r.into_bytes()] });
+            w
+        })
+        .collect();
+    let mut x = Certification::new(0);
+    let mut y = Certification::new(0);
+    for (i, w) in stream.iter().enumerate() {
+        let s = i as Seqno + 1;
+        assert_eq!(x.certify(w, s), y.certify(w, s));
+    }
+}
