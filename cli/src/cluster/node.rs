@@ -1,0 +1,459 @@
+//! One node of a cluster: start, stop, kill, freeze, SQL, status, waits.
+
+use super::client::Conn;
+use super::config::BOOTSTRAP_ADDRESS;
+use super::launch::Cluster;
+use super::process;
+use super::spec::{NodePaths, Ports};
+use super::{preflight, secs, Error, Result};
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const POLL: Duration = Duration::from_millis(100);
+/// Status queries are local reads: a node that does not answer in this
+/// time is frozen or wedged, and a status table must not hang on it.
+const STATUS_TIMEOUT: Duration = Duration::from_secs(3);
+/// Lines of the error log shown when a node fails.
+const LOG_TAIL_LINES: usize = 25;
+
+/// Start-up milestones, reported while [`Node::start_with_progress`] waits.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Phase {
+    /// mariadb-install-db is creating the datadir (only at `up`).
+    Initialising,
+    /// mariadbd runs with this pid.
+    Launched { pid: u32 },
+    /// No other node runs: this one starts a new primary component.
+    Bootstrapping,
+    /// The server became a joiner (state transfer under way).
+    Joining,
+    /// Synced and ready, this long after launch.
+    Synced { elapsed: Duration },
+}
+
+/// `SHOW GLOBAL STATUS LIKE 'wsrep%'` of one node.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    pub vars: BTreeMap<String, String>,
+}
+
+impl Status {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(String::as_str)
+    }
+
+    /// A numeric variable (`wsrep_last_committed`, `wsrep_cluster_size` ...).
+    pub fn int(&self, name: &str) -> Option<i64> {
+        self.get(name)?.parse().ok()
+    }
+
+    /// Synced, in the primary component, and accepting queries.
+    pub fn is_synced(&self) -> bool {
+        self.get("wsrep_local_state_comment") == Some("Synced")
+            && self.get("wsrep_cluster_status") == Some("Primary")
+            && self.get("wsrep_ready") == Some("ON")
+    }
+
+    /// The variables that tell where a node is, for error messages.
+    pub fn summary(&self) -> String {
+        let keys = [
+            "wsrep_local_state_comment",
+            "wsrep_cluster_status",
+            "wsrep_cluster_size",
+            "wsrep_ready",
+        ];
+        let parts: Vec<String> = keys
+            .iter()
+            .map(|k| format!("{k}={}", self.get(k).unwrap_or("?")))
+            .collect();
+        parts.join(" ")
+    }
+}
+
+/// A handle on node `index` (1-based) of a [`Cluster`]. Cheap to copy; all
+/// methods take `&self`, so threads can share a cluster by reference.
+#[derive(Clone, Copy)]
+pub struct Node<'a> {
+    pub(super) cluster: &'a Cluster,
+    pub(super) index: usize,
+}
+
+impl<'a> Node<'a> {
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    pub fn name(&self) -> String {
+        format!("node{}", self.index)
+    }
+
+    pub fn ports(&self) -> Ports {
+        self.cluster.spec().ports(self.index)
+    }
+
+    pub fn paths(&self) -> NodePaths {
+        self.cluster.spec().paths(self.index)
+    }
+
+    pub fn socket(&self) -> std::path::PathBuf {
+        self.paths().socket
+    }
+
+    /// The server's pid while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        let mut slot = self.cluster.slot(self.index);
+        let process = slot.as_mut()?;
+        process.alive().then_some(process.pid)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.pid().is_some()
+    }
+
+    /// Stopped by [`Node::freeze`] and not yet thawed.
+    pub fn is_frozen(&self) -> bool {
+        self.pid().is_some_and(process::all_threads_stopped)
+    }
+
+    /// Starts the server and waits until it is Synced (spec.start_timeout).
+    /// It bootstraps a new primary component when no other node of the
+    /// cluster runs, and joins the others otherwise.
+    pub fn start(&self) -> Result<()> {
+        self.start_with_progress(&mut |_| {})
+    }
+
+    pub fn start_with_progress(&self, progress: &mut dyn FnMut(Phase)) -> Result<()> {
+        let started = Instant::now();
+        // From before the launch: the error log is appended to across restarts.
+        let log_path = self.paths().error_log;
+        let mut log = LogWatch::from_end(&log_path);
+        let (pid, bootstrap) = self.spawn()?;
+        progress(Phase::Launched { pid });
+        if bootstrap {
+            progress(Phase::Bootstrapping);
+        }
+        // A bootstrapping server passes through "joiner" too: only a real
+        // joiner's is worth reporting.
+        let watch = (!bootstrap).then_some(&mut log);
+        self.wait_started(started, watch, progress)?;
+        progress(Phase::Synced {
+            elapsed: started.elapsed(),
+        });
+        Ok(())
+    }
+
+    /// Starts the server without waiting; returns its pid. For tests that
+    /// watch a start that is not expected to reach Synced.
+    pub fn launch(&self) -> Result<u32> {
+        Ok(self.spawn()?.0)
+    }
+
+    /// Spawns mariadbd; returns its pid and whether it bootstraps.
+    fn spawn(&self) -> Result<(u32, bool)> {
+        // Decided before taking our own slot's lock: running_nodes() locks
+        // every slot, ours included.
+        let bootstrap = self
+            .cluster
+            .running_nodes()
+            .iter()
+            .all(|n| *n == self.index);
+        let mut slot = self.cluster.slot(self.index);
+        if let Some(p) = slot.as_mut() {
+            if p.alive() {
+                return Err(Error::msg(format!(
+                    "{} is already running (pid {})",
+                    self.name(),
+                    p.pid
+                )));
+            }
+        }
+        preflight::check_ports(self.cluster.spec(), self.index)?;
+        let paths = self.paths();
+        // --defaults-file must come first: mariadbd ignores it elsewhere.
+        let mut args = vec![format!("--defaults-file={}", paths.cnf.display())];
+        if bootstrap {
+            args.push(format!("--wsrep_cluster_address={BOOTSTRAP_ADDRESS}"));
+        }
+        let process = process::spawn(&self.cluster.tools()?.mariadbd, &args, &paths.stdout_log)?;
+        let pid = process.pid;
+        *slot = Some(process);
+        std::fs::write(&paths.our_pid_file, format!("{pid}\n"))
+            .map_err(|e| Error::io(format!("writing {}", paths.our_pid_file.display()), e))?;
+        Ok((pid, bootstrap))
+    }
+
+    /// Waits for Synced, reporting Joining when the error log says so.
+    fn wait_started(
+        &self,
+        started: Instant,
+        mut log: Option<&mut LogWatch>,
+        progress: &mut dyn FnMut(Phase),
+    ) -> Result<()> {
+        let deadline = started + self.cluster.spec().start_timeout;
+        let mut joining_seen = false;
+        let mut last = String::from("no answer yet");
+        while Instant::now() < deadline {
+            if !self.is_running() {
+                return Err(self.failure(&format!(
+                    "exited {} after it was started",
+                    secs(started.elapsed())
+                )));
+            }
+            if let Some(watch) = log.as_mut().filter(|_| !joining_seen) {
+                if watch.saw("Server status change connected -> joiner") {
+                    joining_seen = true;
+                    progress(Phase::Joining);
+                }
+            }
+            match self.status() {
+                Ok(status) if status.is_synced() => return Ok(()),
+                Ok(status) => last = status.summary(),
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(POLL);
+        }
+        Err(self.failure(&format!(
+            "did not become Synced within {} (last: {last})",
+            secs(self.cluster.spec().start_timeout)
+        )))
+    }
+
+    /// An error naming the node and showing the end of its error log.
+    pub(super) fn failure(&self, what: &str) -> Error {
+        let log = &self.paths().error_log;
+        Error::msg(format!(
+            "{} {what}; last lines of {}:\n{}",
+            self.name(),
+            log.display(),
+            tail_lines(log, LOG_TAIL_LINES)
+        ))
+    }
+
+    /// SIGTERM and wait for exit (spec.stop_timeout); SIGKILL after that,
+    /// which is reported as an error (the node is gone either way).
+    pub fn stop(&self) -> Result<()> {
+        let Some(mut process) = self.cluster.slot(self.index).take() else {
+            return Ok(());
+        };
+        let timeout = self.cluster.spec().stop_timeout;
+        let exited = process.terminate(timeout);
+        self.forget_pid();
+        match exited? {
+            true => Ok(()),
+            false => Err(Error::Timeout(format!(
+                "{} ignored SIGTERM for {}: killed it",
+                self.name(),
+                secs(timeout)
+            ))),
+        }
+    }
+
+    /// SIGKILL: a crash, as far as the cluster can tell.
+    pub fn kill(&self) -> Result<()> {
+        let Some(mut process) = self.cluster.slot(self.index).take() else {
+            return Ok(());
+        };
+        process.signal(process::SIGKILL)?;
+        let gone = process.wait_exit(Duration::from_secs(10));
+        self.forget_pid();
+        if gone {
+            Ok(())
+        } else {
+            Err(Error::Timeout(format!(
+                "{} (pid {}) survived SIGKILL for 10s",
+                self.name(),
+                process.pid
+            )))
+        }
+    }
+
+    /// SIGSTOP: the node hangs (no heartbeats, no answers) but keeps its
+    /// sockets open, like a long GC pause or a stalled VM.
+    pub fn freeze(&self) -> Result<()> {
+        self.with_process(|p| p.set_stopped(true))
+    }
+
+    /// SIGCONT after [`Node::freeze`].
+    pub fn thaw(&self) -> Result<()> {
+        self.with_process(|p| p.set_stopped(false))
+    }
+
+    fn with_process(&self, f: impl FnOnce(&mut process::Process) -> Result<()>) -> Result<()> {
+        let mut slot = self.cluster.slot(self.index);
+        let process = slot
+            .as_mut()
+            .ok_or_else(|| Error::msg(format!("{} is not running", self.name())))?;
+        f(process)
+    }
+
+    fn forget_pid(&self) {
+        let _ = std::fs::remove_file(self.paths().our_pid_file);
+    }
+
+    /// A new client connection (root, unix socket, default timeout).
+    pub fn connect(&self) -> Result<Conn> {
+        Conn::connect(&self.socket()).map_err(|e| self.not_running_or(e))
+    }
+
+    /// Runs SQL on a fresh connection; rows of the last statement.
+    pub fn sql(&self, sql: &str) -> Result<Vec<Vec<String>>> {
+        self.connect()?.query(sql)
+    }
+
+    /// `SHOW GLOBAL STATUS LIKE 'wsrep%'`, on a fresh connection with a
+    /// short timeout.
+    pub fn status(&self) -> Result<Status> {
+        let mut conn = Conn::connect_timeout(&self.socket(), STATUS_TIMEOUT)
+            .map_err(|e| self.not_running_or(e))?;
+        let rows = conn.query("SHOW GLOBAL STATUS LIKE 'wsrep%'")?;
+        let pair = |row: Vec<String>| match <[String; 2]>::try_from(row) {
+            Ok([name, value]) => Some((name, value)),
+            Err(_) => None,
+        };
+        let vars = rows.into_iter().filter_map(pair).collect();
+        Ok(Status { vars })
+    }
+
+    /// One status variable.
+    pub fn status_var(&self, name: &str) -> Result<String> {
+        let status = self.status()?;
+        status
+            .get(name)
+            .map(String::from)
+            .ok_or_else(|| Error::msg(format!("{} has no status variable {name}", self.name())))
+    }
+
+    fn not_running_or(&self, e: Error) -> Error {
+        if self.is_running() {
+            e
+        } else {
+            Error::msg(format!("{} is not running ({e})", self.name()))
+        }
+    }
+
+    /// Polls status until `pred` holds; fails at `timeout` saying `what`
+    /// was awaited, or at once if the server exits.
+    pub fn wait_until(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut pred: impl FnMut(&Status) -> bool,
+    ) -> Result<Status> {
+        let deadline = Instant::now() + timeout;
+        let mut last = String::from("no answer yet");
+        while Instant::now() < deadline {
+            if !self.is_running() {
+                return Err(self.failure(&format!("exited while waiting for {what}")));
+            }
+            match self.status() {
+                Ok(status) if pred(&status) => return Ok(status),
+                Ok(status) => last = status.summary(),
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(POLL);
+        }
+        Err(Error::Timeout(format!(
+            "{}: {what} not reached within {} (last: {last})",
+            self.name(),
+            secs(timeout)
+        )))
+    }
+
+    /// Waits for Synced + Primary + wsrep_ready=ON.
+    pub fn wait_synced(&self, timeout: Duration) -> Result<Status> {
+        self.wait_until("Synced", timeout, Status::is_synced)
+    }
+
+    /// The last `n` lines of the error log.
+    pub fn error_log_tail(&self, n: usize) -> String {
+        tail_lines(&self.paths().error_log, n)
+    }
+}
+
+/// Reads what a log file gained since the watch began (the error log is
+/// appended to across restarts, so old text must not count).
+struct LogWatch<'p> {
+    path: &'p Path,
+    offset: u64,
+}
+
+impl<'p> LogWatch<'p> {
+    fn from_end(path: &'p Path) -> Self {
+        let offset = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        LogWatch { path, offset }
+    }
+
+    /// Whether `needle` appeared since the start of the watch. Reads at
+    /// most 1 MiB per call; a line split across two reads may be missed,
+    /// which only delays a progress message.
+    fn saw(&mut self, needle: &str) -> bool {
+        let Ok(mut file) = std::fs::File::open(self.path) else {
+            return false;
+        };
+        if file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return false;
+        }
+        let mut chunk = Vec::new();
+        let read = file.take(1 << 20).read_to_end(&mut chunk).unwrap_or(0);
+        self.offset += read as u64;
+        String::from_utf8_lossy(&chunk).contains(needle)
+    }
+}
+
+/// The last `n` lines of a text file (reads at most its last 64 KiB).
+pub fn tail_lines(path: &Path, n: usize) -> String {
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return format!("  ({} does not exist)", path.display());
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)));
+    let mut bytes = Vec::new();
+    let _ = file.read_to_end(&mut bytes);
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(n)..];
+    tail.iter()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_helpers() {
+        let mut status = Status::default();
+        for (k, v) in [
+            ("wsrep_local_state_comment", "Synced"),
+            ("wsrep_cluster_status", "Primary"),
+            ("wsrep_ready", "ON"),
+            ("wsrep_last_committed", "42"),
+        ] {
+            status.vars.insert(k.into(), v.into());
+        }
+        assert!(status.is_synced());
+        assert_eq!(status.int("wsrep_last_committed"), Some(42));
+        status.vars.insert("wsrep_ready".into(), "OFF".into());
+        assert!(!status.is_synced());
+        assert!(status.summary().contains("wsrep_ready=OFF"));
+    }
+
+    #[test]
+    fn tail_and_watch() {
+        let path = std::env::temp_dir().join(format!("lockstep-tail-{}.log", std::process::id()));
+        std::fs::write(&path, "old joiner line\n").unwrap();
+        let mut watch = LogWatch::from_end(&path);
+        assert!(!watch.saw("joiner"));
+        let lines: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(&path, format!("old joiner line\n{lines}-> joiner\n")).unwrap();
+        assert!(watch.saw("-> joiner"));
+        let tail = tail_lines(&path, 2);
+        assert_eq!(tail, "  line 30\n  -> joiner");
+        let _ = std::fs::remove_file(path);
+        assert!(tail_lines(Path::new("/nonexistent/x"), 3).contains("does not exist"));
+    }
+}
