@@ -23,3 +23,4 @@ pub mod writeset;
 pub mod monitor;
 pub mod group;
 pub mod log;
+pub mod node;

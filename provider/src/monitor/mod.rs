@@ -126,6 +126,20 @@ impl Monitor {
         }
     }
 
+    /// Makes sure `seqno` is done: leaves it if inside, cancels it if it
+    /// never entered, nothing if it already left. For paths where the
+    /// server may or may not have passed through (apply_cb error paths).
+    pub fn finish(&self, seqno: Seqno) {
+        let mut g = self.lock();
+        if g.ord.is_entered(seqno) {
+            g.ord.leave(seqno);
+        } else {
+            g.ord.cancel(seqno);
+        }
+        g.interrupted.remove(&seqno);
+        Self::wake(&mut g);
+    }
+
     /// Wakes the owner of `seqno` if it waits to enter; if it is not waiting
     /// yet, its next `enter` fails. Returns false when `seqno` already
     /// entered or left (too late to interrupt).

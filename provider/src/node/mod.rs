@@ -1,1 +1,256 @@
-//! node (work in progress)
+//! The replicator: one node's side of the wsrep API.
+//!
+//! Threads that meet here:
+//! * client threads: `append_*`, `certify`, commit order, `release`, TOI,
+//!   `sync_wait` ([`local`], [`toi`], [`causal`]);
+//! * the group thread: delivers ordered events; certification runs there,
+//!   in total order ([`delivery`]);
+//! * the server's applier threads inside `recv`: apply remote writesets,
+//!   deliver views and the other callbacks ([`applier`]).
+//!
+//! Every ordered seqno passes the apply and commit monitors exactly once,
+//! whoever handles it; that is what keeps `wsrep_last_committed` gap-free.
+
+mod applier;
+mod causal;
+mod connection;
+mod delivery;
+mod local;
+mod pause;
+pub mod recv_queue;
+pub mod saved_state;
+mod settings;
+pub mod state;
+mod stats;
+mod toi;
+mod trx;
+pub mod types;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+
+pub use settings::Settings;
+pub use stats::StatValue;
+pub use types::{Application, Handle, KeyParts, Meta, Opaque, RecvCtx, Status, Stid, CONN_NONE, TRX_NONE};
+
+use crate::cert::Certification;
+use crate::group::{Group, MemberInfo, MemberState, View};
+use crate::gtid::{Gtid, Seqno, Uuid, SEQNO_UNDEFINED};
+use crate::monitor::Monitor;
+use applier::Item;
+use delivery::Pending;
+use pause::Gate;
+use saved_state::SavedState;
+use state::NodeState;
+use stats::Counters;
+use trx::TrxTable;
+
+/// What the server passes to `init`, already copied out of C memory.
+pub struct InitArgs {
+    pub node_name: String,
+    pub node_address: String,
+    pub node_incoming: String,
+    pub data_dir: PathBuf,
+    /// The server's recovered position (`wsrep_start_position`), if any.
+    pub state_id: Gtid,
+    pub settings: Settings,
+}
+
+/// The node's view of itself, changed by the group thread and read by
+/// everyone; guarded by `Shared::status`.
+struct NodeStatus {
+    state: NodeState,
+    /// History UUID of the current (or last) primary component.
+    history: Uuid,
+    /// The group's record of this member while in a primary component.
+    member: Option<MemberState>,
+    desync_count: u32,
+    /// Bumped on every change of `member`/`desync_count`: desync/resync
+    /// wait for their own transition to be ordered.
+    member_epoch: u64,
+    view: Option<View>,
+    /// `connected_cb` goes once per connection, before the first view.
+    connected_sent: bool,
+    /// The applier that delivered the final view has finished.
+    closed: bool,
+}
+
+/// The replicator's state, shared by client threads, the group thread and
+/// the appliers. `Node` derefs to it: the API methods live in the files
+/// named after their paths (local, toi, causal, pause, connection).
+pub struct Shared {
+    app: Box<dyn Application>,
+    me: MemberInfo,
+    settings: RwLock<Settings>,
+    saved: Mutex<SavedState>,
+    group: RwLock<Option<Arc<Group>>>,
+    cert: Mutex<Certification>,
+    /// Delivery order of queued items (Galera's local monitor).
+    local: Monitor,
+    apply: Monitor,
+    commit: Monitor,
+    queue: recv_queue::RecvQueue<Item>,
+    trxs: TrxTable,
+    /// Connection id -> seqno of its TOI in progress.
+    toi: Mutex<HashMap<u64, Seqno>>,
+    /// Local proposals waiting for their delivery, by token.
+    pending: Mutex<HashMap<u64, Arc<Pending>>>,
+    next_token: AtomicU64,
+    status: Mutex<NodeStatus>,
+    status_cv: Condvar,
+    gate: Gate,
+    counters: Counters,
+    receivers: AtomicUsize,
+    /// Highest seqno the group delivered (pause point, causal reads).
+    last_ordered: AtomicI64,
+}
+
+/// The provider instance behind one `wsrep_t`.
+pub struct Node {
+    shared: Arc<Shared>,
+}
+
+/// Capabilities we offer (Galera offers more: NBO, PREORDERED, UNORDERED;
+/// we advertise only what we implement, as the contract asks).
+pub const CAPABILITIES: u32 = (1 << 0) // MULTI_MASTER
+    | (1 << 1) // CERTIFICATION
+    | (1 << 2) // PARALLEL_APPLYING
+    | (1 << 3) // TRX_REPLAY
+    | (1 << 4) // ISOLATION
+    | (1 << 5) // PAUSE
+    | (1 << 6) // CAUSAL_READS
+    | (1 << 8) // INCREMENTAL_WRITESET
+    | (1 << 15); // STREAMING
+
+impl Node {
+    pub fn new(args: InitArgs, app: Box<dyn Application>) -> Node {
+        let mut saved = SavedState::open(&args.data_dir);
+        let position = start_position(&mut saved, args.state_id);
+        let me = MemberInfo {
+            id: Uuid::random(),
+            name: args.node_name,
+            incoming: args.node_incoming,
+            address: args.node_address,
+        };
+        crate::log::info!("Node {} ({}) starts at {}:{}", me.id, me.name, position.uuid, position.seqno);
+        let shared = Shared {
+            app,
+            me,
+            settings: RwLock::new(args.settings),
+            saved: Mutex::new(saved),
+            group: RwLock::new(None),
+            cert: Mutex::new(Certification::new(position.seqno)),
+            local: Monitor::new(0),
+            apply: Monitor::new(position.seqno),
+            commit: Monitor::new(position.seqno),
+            queue: recv_queue::RecvQueue::new(),
+            trxs: TrxTable::default(),
+            toi: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
+            next_token: AtomicU64::new(1),
+            status: Mutex::new(NodeStatus {
+                state: NodeState::Closed,
+                history: position.uuid,
+                member: None,
+                desync_count: 0,
+                member_epoch: 0,
+                view: None,
+                connected_sent: false,
+                closed: true,
+            }),
+            status_cv: Condvar::new(),
+            gate: Gate::default(),
+            counters: Counters::default(),
+            receivers: AtomicUsize::new(0),
+            last_ordered: AtomicI64::new(position.seqno),
+        };
+        Node { shared: Arc::new(shared) }
+    }
+
+    pub fn member_id(&self) -> Uuid {
+        self.shared.me.id
+    }
+
+    pub fn connect(&self, cluster_name: &str, address: &lockstep_config::ClusterAddress, donor: &str, bootstrap: bool) -> Status {
+        self.shared.connect(cluster_name, address, donor, bootstrap)
+    }
+
+    /// An applier thread's loop: returns when the provider closes or the
+    /// server asks this thread to exit.
+    pub fn recv(&self, ctx: RecvCtx) -> Status {
+        self.shared.recv(ctx)
+    }
+
+    pub fn settings(&self) -> Settings {
+        self.shared.settings()
+    }
+
+    pub fn set_settings(&self, s: Settings) {
+        self.shared.apply_settings(s);
+    }
+}
+
+impl std::ops::Deref for Node {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+/// The position to start from: grastate.dat, or the server's recovered
+/// position when grastate says the last run did not close cleanly (Galera's
+/// rule: only for the same history, and only when grastate has no seqno).
+fn start_position(saved: &mut SavedState, state_id: Gtid) -> Gtid {
+    let p = saved.get();
+    let seqno = if !state_id.uuid.is_nil() && state_id.uuid == p.uuid && p.seqno == SEQNO_UNDEFINED {
+        state_id.seqno
+    } else {
+        p.seqno
+    };
+    if seqno < 0 {
+        return Gtid::new(p.uuid, SEQNO_UNDEFINED);
+    }
+    Gtid::new(p.uuid, seqno)
+}
+
+impl Shared {
+    fn status(&self) -> MutexGuard<'_, NodeStatus> {
+        self.status.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn settings(&self) -> Settings {
+        self.settings.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn apply_settings(&self, s: Settings) {
+        {
+            let mut cert = self.cert.lock().unwrap_or_else(|e| e.into_inner());
+            cert.set_optimistic_pa(s.optimistic_pa);
+            cert.set_max_length(s.cert_max_length);
+        }
+        crate::log::set_debug(s.debug);
+        *self.settings.write().unwrap_or_else(|e| e.into_inner()) = s;
+    }
+
+    fn group(&self) -> Option<Arc<Group>> {
+        self.group.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn node_state(&self) -> NodeState {
+        self.status().state
+    }
+
+    fn history(&self) -> Uuid {
+        self.status().history
+    }
+
+    /// `last_committed_id`: the apply monitor's last left seqno.
+    fn last_committed(&self) -> Gtid {
+        Gtid::new(self.history(), self.apply.last_left())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,171 @@
+//! The server's applier threads inside `recv()`: each takes the next queued
+//! item and delivers it with the callbacks, on its own thread and with its
+//! own `recv_ctx`. Writesets apply in parallel as far as `depends_on`
+//! allows; the commit monitor keeps commits in seqno order.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::types::{Handle, Meta, Opaque, RecvCtx, Status, Stid};
+use super::Shared;
+use crate::cert::Verdict;
+use crate::group::View;
+use crate::gtid::{Gtid, Seqno};
+use crate::log;
+use crate::monitor::Rule;
+use crate::writeset::{flags, WriteSet};
+
+/// What the group thread hands to appliers, in delivery order.
+pub(super) enum Item {
+    /// `connected_cb`: first view of this connection.
+    Connected(View),
+    View(View),
+    Apply { seqno: Seqno, ws: WriteSet, verdict: Verdict },
+    Synced,
+    /// The final view: the applier that takes it ends the connection.
+    Final,
+}
+
+enum Flow {
+    Continue,
+    /// The server asked this thread to leave (`exit_loop`).
+    Exit,
+    /// The final view was delivered.
+    Closed,
+}
+
+/// How long the final view waits for earlier seqnos to finish before it is
+/// delivered anyway (a client that never releases must not hang shutdown).
+const FINAL_DRAIN: Duration = Duration::from_secs(60);
+
+impl Shared {
+    pub(super) fn recv(&self, ctx: RecvCtx) -> Status {
+        if self.status().closed {
+            return Status::Fatal;
+        }
+        self.receivers.fetch_add(1, Ordering::SeqCst);
+        let status = loop {
+            let Some((order, item)) = self.queue.pop() else { break Status::ConnFail };
+            match self.process(ctx, order, item) {
+                Flow::Continue => {}
+                Flow::Closed => break Status::Ok,
+                Flow::Exit if self.receivers.load(Ordering::SeqCst) > 1 => break Status::Ok,
+                Flow::Exit => log::warning!("Refusing exit for the last slave thread."),
+            }
+        };
+        self.receivers.fetch_sub(1, Ordering::SeqCst);
+        status
+    }
+
+    /// Items start in delivery order (the local monitor): a writeset leaves
+    /// it at once and applies in parallel; any other item keeps it until
+    /// its callback returns, so callbacks never overtake each other (no
+    /// synced_cb before the view it follows).
+    fn process(&self, ctx: RecvCtx, order: i64, item: Item) -> Flow {
+        if self.local.enter(order, Rule::InOrder).is_err() {
+            return Flow::Continue; // closing
+        }
+        if let Item::Apply { seqno, ws, verdict } = item {
+            self.local.leave(order);
+            return self.apply_remote(ctx, seqno, &ws, verdict);
+        }
+        let flow = self.deliver_control(ctx, item);
+        self.local.leave(order);
+        flow
+    }
+
+    fn deliver_control(&self, ctx: RecvCtx, item: Item) -> Flow {
+        match item {
+            Item::Connected(v) => {
+                if !self.app.connected(&v) {
+                    log::error!("connected callback failed for view {}", v.conf_id);
+                }
+                Flow::Continue
+            }
+            Item::View(v) => {
+                self.deliver_view(ctx, &v);
+                Flow::Continue
+            }
+            Item::Apply { .. } => unreachable!("writesets are applied by process()"),
+            Item::Synced => {
+                if !self.app.synced() {
+                    log::error!("synced callback failed");
+                }
+                Flow::Continue
+            }
+            Item::Final => {
+                self.deliver_final(ctx);
+                Flow::Closed
+            }
+        }
+    }
+
+    /// A configuration change is an ordered event: everything before it has
+    /// committed when `view_cb` runs, nothing after it applies before it
+    /// returns (later writesets depend on its seqno).
+    fn deliver_view(&self, ctx: RecvCtx, v: &View) {
+        if v.primary {
+            self.gate.pass(v.seqno);
+            self.apply.wait_left(v.seqno - 1, None);
+        }
+        if !self.app.view(ctx, v) {
+            log::error!("View callback failed. This is unrecoverable, restart required.");
+        }
+        if v.primary {
+            // After the callback: last_committed_id inside view_cb must not
+            // include the view's own seqno.
+            self.commit.finish(v.seqno);
+            self.apply.finish(v.seqno);
+        }
+    }
+
+    fn apply_remote(&self, ctx: RecvCtx, seqno: Seqno, ws: &WriteSet, verdict: Verdict) -> Flow {
+        let (depends_on, fl) = match verdict {
+            Verdict::Pass { depends_on } => (depends_on, ws.flags),
+            // A failed writeset reaches the server as a dummy that only
+            // records the position, after everything before it.
+            Verdict::Fail(_) => (seqno - 1, ws.flags | flags::ROLLBACK),
+        };
+        self.gate.pass(seqno);
+        if self.apply.enter(seqno, Rule::After(depends_on)).is_err() {
+            return Flow::Continue; // closing
+        }
+        let meta = Meta {
+            gtid: Gtid::new(self.history(), seqno),
+            stid: Stid { node: ws.source, trx: ws.trx_id, conn: ws.conn_id },
+            depends_on,
+        };
+        let handle = Handle { trx_id: ws.trx_id, opaque: Opaque::Applier(seqno).encode() };
+        let mut exit = false;
+        let ok = self.app.apply(ctx, handle, fl, ws.data(), &meta, &mut exit);
+        // The server passes commit order inside apply_cb; if it did not
+        // (an error path), the seqno must still leave the commit monitor.
+        self.commit.finish(seqno);
+        self.apply.leave(seqno);
+        if !ok {
+            log::error!("Failed to apply writeset {} (source {}, trx {}): the node's state may be inconsistent", seqno, ws.source, ws.trx_id as i64);
+        }
+        if exit { Flow::Exit } else { Flow::Continue }
+    }
+
+    fn deliver_final(&self, ctx: RecvCtx) {
+        let upto = self.last_ordered.load(Ordering::SeqCst);
+        if !self.apply.wait_left(upto, Some(Instant::now() + FINAL_DRAIN)) {
+            log::warning!("closing with seqnos up to {} not committed (last committed {})", upto, self.apply.last_left());
+        }
+        let v = self.final_view();
+        if !self.app.view(ctx, &v) {
+            log::error!("final view callback failed");
+        }
+        self.status().closed = true;
+        self.status_cv.notify_all();
+        self.queue.close();
+    }
+
+    /// The view that tells the server it is disconnected (wsrep-lib's
+    /// `view::is_final()`: not primary, no members, own index -1).
+    fn final_view(&self) -> View {
+        let last = self.last_committed();
+        View { history: last.uuid, seqno: last.seqno, conf_id: -1, primary: false, members: vec![], my_idx: -1 }
+    }
+}

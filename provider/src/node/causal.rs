@@ -1,0 +1,47 @@
+//! Causal reads: `sync_wait` and `last_committed_id` (contract §8).
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::types::Status;
+use super::Shared;
+use crate::gtid::Gtid;
+
+impl Shared {
+    /// Waits until this node has committed everything ordered before the
+    /// call (`upto` None: a Raft ReadIndex gives that seqno) or up to
+    /// `upto`. `tout` is in seconds; -1 means `repl.causal_read_timeout`.
+    pub fn sync_wait(&self, upto: Option<Gtid>, tout: i32, out: Option<&mut Gtid>) -> Status {
+        let deadline = self.causal_deadline(tout);
+        let target = match upto {
+            Some(g) if !g.uuid.is_nil() && g.uuid != self.history() => return Status::TrxMissing,
+            Some(g) => g.seqno,
+            None => match self.group().and_then(|g| g.read_index(deadline.unwrap_or_else(far_future))) {
+                Some(seqno) => seqno,
+                None => return Status::TrxFail,
+            },
+        };
+        if !self.apply.wait_left(target, deadline) {
+            return Status::TrxFail;
+        }
+        self.counters.causal_reads.fetch_add(1, Ordering::Relaxed);
+        if let Some(out) = out {
+            *out = self.last_committed();
+        }
+        Status::Ok
+    }
+
+    fn causal_deadline(&self, tout: i32) -> Option<Instant> {
+        let wait = if tout < 0 { self.settings().causal_read_timeout } else { Duration::from_secs(tout as u64) };
+        Instant::now().checked_add(wait)
+    }
+
+    pub fn last_committed_id(&self) -> Gtid {
+        self.last_committed()
+    }
+}
+
+/// A deadline for "no deadline" where an Instant is required.
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(365 * 24 * 3600)
+}

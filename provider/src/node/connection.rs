@@ -1,0 +1,139 @@
+//! connect and disconnect: joining the group and leaving it (contract §2).
+
+use std::sync::Arc;
+
+use lockstep_config::ClusterAddress;
+use std::time::{Duration, Instant};
+
+use super::delivery::NodeDelivery;
+use super::saved_state::Position;
+use super::state::NodeState;
+use super::types::Status;
+use super::Shared;
+use super::applier::Item;
+use crate::group::{Group, GroupConfig};
+use crate::gtid::{Seqno, Uuid, SEQNO_UNDEFINED};
+use crate::log;
+
+/// Raft's clock tick. Heartbeats go every 2 ticks, elections start after
+/// 10-20 ticks without a leader.
+const TICK: Duration = Duration::from_millis(50);
+
+/// How long `disconnect` waits for an applier to deliver the final view.
+const CLOSE_WAIT: Duration = Duration::from_secs(120);
+
+impl Shared {
+    pub fn connect(self: &Arc<Self>, cluster_name: &str, address: &ClusterAddress, donor: &str, bootstrap: bool) -> Status {
+        if self.group().is_some() {
+            log::warning!("connect: already connected");
+            return Status::ConnFail;
+        }
+        let bootstrap = bootstrap || address.is_bootstrap();
+        if !bootstrap {
+            let peers: Vec<String> = address.peers.iter().map(|p| format!("{}:{}", p.host, p.port)).collect();
+            log::error!(
+                "cannot join cluster '{}' at {}: this lockstep build only runs one-node clusters (start it with gcomm://)",
+                cluster_name,
+                peers.join(",")
+            );
+            return Status::ConnFail;
+        }
+        if !self.saved.lock().unwrap_or_else(|e| e.into_inner()).get().safe_to_bootstrap {
+            log::error!(
+                "It may not be safe to bootstrap the cluster from this node. It was not the last one to leave the cluster and may not contain all the updates. To force cluster bootstrap with this node, edit the grastate.dat file manually and set safe_to_bootstrap to 1 ."
+            );
+            return Status::NodeFail;
+        }
+        let _ = donor; // donors matter when joining
+        self.start_group(self.bootstrap_position())
+    }
+
+    /// A new primary component continues this node's history when its
+    /// position is known; otherwise it starts a new history.
+    fn bootstrap_position(&self) -> (Uuid, Seqno) {
+        let (history, position) = (self.history(), self.apply.last_left());
+        if history.is_nil() || position < 0 {
+            (Uuid::random(), SEQNO_UNDEFINED)
+        } else {
+            (history, position)
+        }
+    }
+
+    fn start_group(self: &Arc<Self>, bootstrap: (Uuid, Seqno)) -> Status {
+        self.queue.open();
+        self.local.reopen();
+        self.local.reset(0);
+        self.apply.reopen();
+        self.commit.reopen();
+        {
+            let mut st = self.status();
+            st.state = NodeState::Connected;
+            st.connected_sent = false;
+            st.closed = false;
+            st.view = None;
+            st.member = None;
+        }
+        let cfg = GroupConfig { me: self.me.clone(), bootstrap: Some(bootstrap), tick: TICK };
+        match Group::start(cfg, Box::new(NodeDelivery(self.clone()))) {
+            Ok(g) => {
+                *self.group.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(g));
+                log::info!("connected as {} ({}), bootstrapping {}:{}", self.me.id, self.me.name, bootstrap.0, bootstrap.1);
+                Status::Ok
+            }
+            Err(e) => {
+                log::error!("cannot start group communication: {}", e);
+                self.status().state = NodeState::Closed;
+                Status::ConnFail
+            }
+        }
+    }
+
+    /// Leaves the group: nothing more is ordered, appliers finish what was,
+    /// the final view goes to the server, and the position is saved.
+    pub fn disconnect(&self) -> Status {
+        let Some(group) = self.group.write().unwrap_or_else(|e| e.into_inner()).take() else {
+            return Status::Ok;
+        };
+        group.stop();
+        self.fail_pending();
+        self.deliver_final_view();
+        let last = self.last_committed();
+        let members = self.status().view.as_ref().map_or(1, |v| v.members.len());
+        self.saved.lock().unwrap_or_else(|e| e.into_inner()).set(Position {
+            uuid: last.uuid,
+            seqno: last.seqno,
+            // The last member of a primary component holds every commit.
+            safe_to_bootstrap: members <= 1,
+        });
+        {
+            let mut st = self.status();
+            st.state = NodeState::Closed;
+            st.member = None;
+        }
+        log::info!("closed at {}", last);
+        Status::Ok
+    }
+
+    /// Queues the final view behind everything delivered and waits for an
+    /// applier to deliver it. With no applier inside `recv` there is nobody
+    /// to call back: the queue just closes.
+    fn deliver_final_view(&self) {
+        if self.receivers.load(std::sync::atomic::Ordering::SeqCst) == 0 || !self.queue.push(Item::Final) {
+            self.queue.close();
+            self.status().closed = true;
+            return;
+        }
+        let deadline = Instant::now() + CLOSE_WAIT;
+        let mut st = self.status();
+        while !st.closed {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                log::warning!("no applier delivered the final view within {:?}; closing anyway", CLOSE_WAIT);
+                drop(st);
+                self.queue.close();
+                return;
+            }
+            st = self.status_cv.wait_timeout(st, left).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! Local transactions on client threads: append, certify, commit order,
+//! release, brute-force abort, replay, streaming rollback (contract §3).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::delivery::{Outcome, Pending};
+use super::trx::{LocalTrx, Slot, TrxInner, TrxState};
+use super::types::{Handle, KeyParts, Meta, Opaque, RecvCtx, Status, Stid, CONN_NONE};
+use super::Shared;
+use crate::cert::Verdict;
+use crate::gtid::{Gtid, Seqno, SEQNO_UNDEFINED};
+use crate::log;
+use crate::monitor::{Interrupted, Rule};
+use crate::writeset::{flags, AppendError, KeyKind, WriteSet};
+
+impl Shared {
+    /// The trx behind a mutable handle, created on first use (and written
+    /// back into `opaque`, as Galera does).
+    fn trx_for_append(&self, h: &mut Handle) -> Arc<LocalTrx> {
+        if let Opaque::Local(id) = Opaque::decode(h.opaque) {
+            match self.trxs.get(id) {
+                Some(t) if t.trx_id == h.trx_id => return t,
+                _ => log::warning!("stale transaction handle (trx {}): starting a new provider transaction", h.trx_id as i64),
+            }
+        }
+        let t = self.trxs.create(h.trx_id);
+        h.opaque = Opaque::Local(t.id).encode();
+        t
+    }
+
+    fn local_trx(&self, h: &Handle) -> Option<Arc<LocalTrx>> {
+        match Opaque::decode(h.opaque) {
+            Opaque::Local(id) => self.trxs.get(id),
+            _ => None,
+        }
+    }
+
+    pub fn append_key(&self, h: &mut Handle, keys: &[KeyParts], kind: KeyKind) -> Status {
+        let trx = self.trx_for_append(h);
+        let limit = self.settings().max_ws_size;
+        let mut t = trx.lock();
+        for parts in keys {
+            if let Err(e) = t.builder.append_key(parts.clone(), kind, limit) {
+                return append_error(e);
+            }
+        }
+        Status::Ok
+    }
+
+    pub fn append_data(&self, h: &mut Handle, bufs: &[&[u8]]) -> Status {
+        let trx = self.trx_for_append(h);
+        let limit = self.settings().max_ws_size;
+        let mut t = trx.lock();
+        for b in bufs {
+            if let Err(e) = t.builder.append_data(b, limit) {
+                return append_error(e);
+            }
+        }
+        Status::Ok
+    }
+
+    pub fn certify(&self, conn_id: u64, h: &mut Handle, fl: u32, meta: &mut Meta) -> Status {
+        meta.gtid = Gtid::UNDEFINED;
+        meta.depends_on = SEQNO_UNDEFINED;
+        meta.stid.node = self.me.id;
+        meta.stid.trx = h.trx_id;
+        let Some(trx) = self.local_trx(h) else {
+            return Status::Ok; // nothing appended: nothing to replicate (Galera)
+        };
+        let ws = {
+            let mut t = trx.lock();
+            if let Err(s) = self.may_replicate(&t) {
+                return s;
+            }
+            let ws = t.builder.take(fl & flags::MASK, self.me.id, trx.trx_id, conn_id, self.apply.last_left());
+            t.state = TrxState::Replicating;
+            t.fragments += 1;
+            ws
+        };
+        self.count_replicated(&ws);
+        let outcome = self.replicate(&ws);
+        let mut t = trx.lock();
+        self.certified(&mut t, ws, outcome, meta)
+    }
+
+    fn may_replicate(&self, t: &TrxInner) -> Result<(), Status> {
+        match t.state {
+            TrxState::Executing => {}
+            // Brute-force aborted before it could be sent.
+            TrxState::MustAbort => return Err(Status::ConnFail),
+            s => {
+                log::warning!("certify in state {:?}", s);
+                return Err(Status::ConnFail);
+            }
+        }
+        if !self.node_state().can_replicate() {
+            return Err(Status::ConnFail);
+        }
+        Ok(())
+    }
+
+    pub(super) fn count_replicated(&self, ws: &WriteSet) {
+        let c = &self.counters;
+        c.replicated.fetch_add(1, Ordering::Relaxed);
+        c.replicated_bytes.fetch_add(ws.encoded_len() as u64, Ordering::Relaxed);
+        c.repl_keys.fetch_add(ws.keys.len() as u64, Ordering::Relaxed);
+        let key_bytes: usize = ws.keys.iter().flat_map(|k| k.parts.iter()).map(|p| p.len()).sum();
+        c.repl_keys_bytes.fetch_add(key_bytes as u64, Ordering::Relaxed);
+        c.repl_data_bytes.fetch_add(ws.data().len() as u64, Ordering::Relaxed);
+    }
+
+    /// Sends a writeset through the group and waits for its place in the
+    /// total order.
+    pub(super) fn replicate(&self, ws: &WriteSet) -> Outcome {
+        let Some(group) = self.group() else { return Outcome::Failed };
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        let pending = Pending::new();
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(token, pending.clone());
+        if group.propose(token, |buf| ws.encode_into(buf), ws.encoded_len()).is_err() {
+            self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&token);
+            return Outcome::Failed;
+        }
+        pending.wait()
+    }
+
+    /// Turns the ordering outcome into certify's answer.
+    fn certified(&self, t: &mut TrxInner, ws: WriteSet, outcome: Outcome, meta: &mut Meta) -> Status {
+        let Outcome::Ordered { seqno, verdict } = outcome else {
+            t.state = TrxState::MustAbort;
+            return Status::ConnFail;
+        };
+        let committing = ws.has(flags::TRX_END);
+        meta.gtid = Gtid::new(self.history(), seqno);
+        t.seqno = seqno;
+        t.apply = Slot::Free;
+        t.commit = Slot::Free;
+        t.ws = Some(ws);
+        match verdict {
+            Verdict::Fail(reason) => {
+                self.counters.local_cert_failures.fetch_add(1, Ordering::Relaxed);
+                log::debug!("trx {} failed certification at {}: {:?}", t.ws.as_ref().map_or(0, |w| w.trx_id) as i64, seqno, reason);
+                t.state = TrxState::CertFailed;
+                Status::TrxFail
+            }
+            Verdict::Pass { .. } if t.state == TrxState::MustAbort => {
+                // Aborted while replicating but ordered and certified: a
+                // committing writeset replays, a fragment fails.
+                t.state = if committing { TrxState::MustReplay } else { TrxState::CertFailed };
+                if committing { Status::BfAbort } else { Status::TrxFail }
+            }
+            Verdict::Pass { depends_on } => {
+                self.gate.pass(seqno);
+                if self.apply.enter(seqno, Rule::Now).is_err() {
+                    t.state = TrxState::CertFailed;
+                    return Status::ConnFail;
+                }
+                t.apply = Slot::Inside;
+                t.depends_on = depends_on;
+                t.state = TrxState::Certified;
+                meta.depends_on = depends_on;
+                Status::Ok
+            }
+        }
+    }
+
+    pub fn commit_order_enter(&self, h: &Handle) -> Status {
+        match Opaque::decode(h.opaque) {
+            Opaque::Applier(seqno) => match self.commit.enter(seqno, self.commit_rule(false)) {
+                Ok(()) => Status::Ok,
+                Err(_) => Status::ConnFail,
+            },
+            Opaque::Local(_) => match self.local_trx(h) {
+                Some(trx) => self.local_commit_enter(&trx),
+                None => Status::TrxMissing,
+            },
+            Opaque::None => Status::TrxMissing,
+        }
+    }
+
+    fn commit_rule(&self, local: bool) -> Rule {
+        match self.settings().commit_order {
+            0 | 1 => Rule::Now,
+            2 if local => Rule::Now,
+            _ => Rule::InOrder,
+        }
+    }
+
+    fn local_commit_enter(&self, trx: &LocalTrx) -> Status {
+        let seqno = {
+            let mut t = trx.lock();
+            if let Some(s) = self.aborted_before_commit(&mut t) {
+                return s;
+            }
+            if t.seqno < 0 {
+                return Status::TrxMissing;
+            }
+            if t.apply == Slot::Free {
+                // A failed or replaying trx enters the apply monitor here.
+                let seqno = t.seqno;
+                drop(t);
+                let entered = self.apply.enter(seqno, Rule::Now);
+                t = trx.lock();
+                if entered.is_err() {
+                    return Status::ConnFail;
+                }
+                t.apply = Slot::Inside;
+            }
+            if t.state == TrxState::Certified {
+                t.state = TrxState::Committing;
+            }
+            t.seqno
+        };
+        let entered = self.commit.enter(seqno, self.commit_rule(true));
+        let mut t = trx.lock();
+        match entered {
+            Ok(()) => {
+                t.commit = Slot::Inside;
+                Status::Ok
+            }
+            Err(Interrupted::Aborted) => {
+                t.state = TrxState::MustReplay;
+                Status::BfAbort
+            }
+            Err(Interrupted::Closed) => Status::ConnFail,
+        }
+    }
+
+    /// A trx brute-force aborted after certification must not commit: a
+    /// committing writeset replays, a fragment fails.
+    fn aborted_before_commit(&self, t: &mut TrxInner) -> Option<Status> {
+        if !matches!(t.state, TrxState::MustAbort | TrxState::MustReplay) {
+            return None;
+        }
+        let committing = t.ws.as_ref().is_some_and(|w| w.has(flags::TRX_END));
+        if committing {
+            t.state = TrxState::MustReplay;
+            Some(Status::BfAbort)
+        } else {
+            Some(Status::TrxFail)
+        }
+    }
+
+    pub fn commit_order_leave(&self, h: &Handle, error: &[u8]) -> Status {
+        match Opaque::decode(h.opaque) {
+            Opaque::Applier(seqno) => {
+                if !error.is_empty() {
+                    log::warning!("applier reported an error for seqno {}: {}", seqno, String::from_utf8_lossy(error));
+                }
+                self.commit.finish(seqno);
+                Status::Ok
+            }
+            Opaque::Local(_) => {
+                let Some(trx) = self.local_trx(h) else { return Status::TrxMissing };
+                let mut t = trx.lock();
+                if t.commit == Slot::Inside {
+                    self.commit.leave(t.seqno);
+                    t.commit = Slot::Done;
+                }
+                if t.state == TrxState::Committing {
+                    t.state = TrxState::Committed;
+                }
+                Status::Ok
+            }
+            Opaque::None => Status::TrxMissing,
+        }
+    }
+
+    pub fn release(&self, h: &mut Handle) -> Status {
+        let Some(trx) = self.local_trx(h) else {
+            if let Opaque::Local(_) = Opaque::decode(h.opaque) {
+                h.opaque = 0;
+            }
+            return Status::Ok;
+        };
+        let mut t = trx.lock();
+        self.finish_monitors(&mut t);
+        let keep = match t.state {
+            TrxState::Committed | TrxState::Replayed => {
+                self.counters.local_commits.fetch_add(1, Ordering::Relaxed);
+                // A streaming fragment committed: the trx goes on.
+                t.ws.as_ref().is_some_and(|w| !w.has(flags::TRX_END) && !w.has(flags::ROLLBACK))
+            }
+            _ => false,
+        };
+        if keep {
+            t.state = TrxState::Executing;
+            t.seqno = SEQNO_UNDEFINED;
+            return Status::Ok;
+        }
+        drop(t);
+        self.trxs.remove(&trx);
+        h.opaque = 0;
+        Status::Ok
+    }
+
+    /// An ordered seqno must pass both monitors even if the server skipped
+    /// them (rollback after an error): otherwise everything after it waits.
+    fn finish_monitors(&self, t: &mut TrxInner) {
+        if t.seqno < 0 {
+            return;
+        }
+        if t.apply == Slot::Free {
+            if self.apply.enter(t.seqno, Rule::Now).is_err() {
+                return;
+            }
+            t.apply = Slot::Inside;
+        }
+        match t.commit {
+            Slot::Inside => self.commit.leave(t.seqno),
+            Slot::Free => {
+                if self.commit.enter(t.seqno, Rule::InOrder).is_ok() {
+                    self.commit.leave(t.seqno);
+                }
+            }
+            Slot::Done => {}
+        }
+        t.commit = Slot::Done;
+        if t.apply == Slot::Inside {
+            self.apply.leave(t.seqno);
+        }
+        t.apply = Slot::Done;
+    }
+
+    /// Brute-force abort (contract §3.9): an applier with `bf_seqno` needs
+    /// locks the victim holds.
+    pub fn abort_certification(&self, bf_seqno: Seqno, victim: u64, victim_seqno: &mut Seqno) -> Status {
+        let Some(trx) = self.trxs.by_trx_id(victim) else {
+            *victim_seqno = SEQNO_UNDEFINED;
+            return Status::Ok; // unknown victim: the server may kill it
+        };
+        let mut t = trx.lock();
+        *victim_seqno = t.seqno;
+        let ordered_before = t.seqno >= 0 && t.seqno < bf_seqno;
+        let allowed = match t.state {
+            TrxState::Executing | TrxState::Replicating => true,
+            TrxState::Certified => !ordered_before,
+            TrxState::Committing => !ordered_before && self.commit.interrupt(t.seqno),
+            _ => false,
+        };
+        if !allowed {
+            return Status::NotAllowed;
+        }
+        t.state = TrxState::MustAbort;
+        Status::Ok
+    }
+
+    pub fn replay(&self, h: &Handle, ctx: RecvCtx) -> Status {
+        let Some(trx) = self.local_trx(h) else { return Status::TrxFail };
+        let (seqno, depends_on, ws, apply_slot) = {
+            let mut t = trx.lock();
+            let Some(ws) = t.ws.clone().filter(|_| t.state == TrxState::MustReplay) else {
+                log::warning!("replay of trx {} in state {:?}", trx.trx_id as i64, t.state);
+                return Status::TrxFail;
+            };
+            t.state = TrxState::Replaying;
+            (t.seqno, t.depends_on, ws, t.apply)
+        };
+        if apply_slot == Slot::Free && self.apply.enter(seqno, Rule::After(depends_on)).is_err() {
+            return Status::ConnFail;
+        }
+        // Everything ordered before must have committed: the replay takes
+        // the locks the brute-force applier had.
+        self.commit.wait_left(seqno - 1, None);
+        self.counters.local_replays.fetch_add(1, Ordering::Relaxed);
+        let meta = Meta {
+            gtid: Gtid::new(self.history(), seqno),
+            stid: Stid { node: self.me.id, trx: trx.trx_id, conn: ws.conn_id },
+            depends_on,
+        };
+        let handle = Handle { trx_id: trx.trx_id, opaque: Opaque::Applier(seqno).encode() };
+        let mut exit = false;
+        let ok = self.app.apply(ctx, handle, ws.flags, ws.data(), &meta, &mut exit);
+        self.commit.finish(seqno);
+        self.apply.leave(seqno);
+        let mut t = trx.lock();
+        t.apply = Slot::Done;
+        t.commit = Slot::Done;
+        t.state = TrxState::Replayed;
+        if ok {
+            Status::Ok
+        } else {
+            log::error!("replay of trx {} at seqno {} failed", trx.trx_id as i64, seqno);
+            Status::NodeFail
+        }
+    }
+
+    /// Streaming rollback: orders a rollback fragment every node (this one
+    /// included) applies, without waiting for it.
+    pub fn rollback(&self, trx_id: u64, data: &[u8]) -> Status {
+        if let Some(trx) = self.trxs.by_trx_id(trx_id) {
+            let mut t = trx.lock();
+            if matches!(t.state, TrxState::Executing | TrxState::Replicating) {
+                t.state = TrxState::MustAbort;
+            }
+        }
+        if !self.node_state().can_replicate() {
+            return Status::TrxFail;
+        }
+        let ws = WriteSet::new(
+            flags::ROLLBACK | flags::PA_UNSAFE,
+            self.me.id,
+            trx_id,
+            CONN_NONE,
+            self.apply.last_left(),
+            vec![],
+            Bytes::copy_from_slice(data),
+        );
+        match self.group() {
+            Some(g) if g.propose(0, |buf| ws.encode_into(buf), ws.encoded_len()).is_ok() => Status::Ok,
+            _ => Status::TrxFail,
+        }
+    }
+}
+
+fn append_error(e: AppendError) -> Status {
+    match e {
+        AppendError::SizeExceeded { size, limit } => {
+            log::warning!("transaction size {} exceeds repl.max_ws_size {}", size, limit);
+            Status::SizeExceeded
+        }
+        AppendError::BadKey(why) => {
+            log::warning!("refused key: {}", why);
+            Status::ConnFail
+        }
+    }
+}

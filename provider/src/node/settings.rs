@@ -1,0 +1,61 @@
+//! The option values the node acts on, read from the option registry when
+//! the provider starts and after every successful `options_set`; the node
+//! never parses option strings itself.
+
+use std::time::Duration;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// `repl.max_ws_size`: the largest writeset the node replicates.
+    pub max_ws_size: usize,
+    /// `repl.causal_read_timeout`: `sync_wait` with `tout = -1`.
+    pub causal_read_timeout: Duration,
+    /// `repl.commit_order`: 0 bypass, 1 any order, 2 local out of order,
+    /// 3 strict (default).
+    pub commit_order: u8,
+    /// `cert.optimistic_pa`.
+    pub optimistic_pa: bool,
+    /// `cert.max_length`.
+    pub cert_max_length: usize,
+    /// `gcs.fc_limit` and `gcs.fc_factor`.
+    pub fc_limit: i64,
+    pub fc_factor: f64,
+    /// `gcs.fc_single_primary` (or the deprecated `gcs.fc_master_slave`).
+    pub fc_single_primary: bool,
+    /// `debug`.
+    pub debug: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            max_ws_size: 2147483647,
+            causal_read_timeout: Duration::from_secs(30),
+            commit_order: 3,
+            optimistic_pa: true,
+            cert_max_length: crate::cert::DEFAULT_MAX_LENGTH,
+            fc_limit: 16,
+            fc_factor: 1.0,
+            fc_single_primary: false,
+            debug: false,
+        }
+    }
+}
+
+impl Settings {
+    /// What the node acts on, read from the option registry.
+    pub fn from_config(cfg: &lockstep_config::Config) -> Settings {
+        use lockstep_config::keys;
+        Settings {
+            max_ws_size: cfg.get(keys::REPL_MAX_WS_SIZE).max(0) as usize,
+            causal_read_timeout: cfg.duration(keys::REPL_CAUSAL_READ_TIMEOUT),
+            commit_order: cfg.get(keys::REPL_COMMIT_ORDER).clamp(0, 3) as u8,
+            optimistic_pa: cfg.get(keys::CERT_OPTIMISTIC_PA),
+            cert_max_length: cfg.get(keys::CERT_MAX_LENGTH).max(1) as usize,
+            fc_limit: cfg.get(keys::GCS_FC_LIMIT),
+            fc_factor: cfg.get(keys::GCS_FC_FACTOR),
+            fc_single_primary: cfg.get(keys::GCS_FC_SINGLE_PRIMARY) || cfg.get(keys::GCS_FC_MASTER_SLAVE),
+            debug: cfg.get(keys::DEBUG),
+        }
+    }
+}
