@@ -3,6 +3,9 @@
 //! Environment:
 //! - `LOCKSTEP_TEST_PROVIDER`: `lockstep` (default: liblockstep.so from
 //!   this build's target dir), `galera`, or a library path.
+//! - `LOCKSTEP_TEST_MULTI_PROVIDER`: the provider of multi-node tests
+//!   (default `galera` until lockstep forms clusters of several nodes;
+//!   they then check the launcher against the reference).
 //! - `LOCKSTEP_TEST_BASE_PORT`: first port of the test range (default
 //!   24100). Each test owns 100 ports from `base + 100 * slot`, so tests
 //!   run in parallel without sharing a port.
@@ -17,6 +20,10 @@ pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub fn provider() -> Provider {
     Provider::parse(&std::env::var("LOCKSTEP_TEST_PROVIDER").unwrap_or_else(|_| "lockstep".into()))
+}
+
+pub fn multi_node_provider() -> Provider {
+    Provider::parse(&std::env::var("LOCKSTEP_TEST_MULTI_PROVIDER").unwrap_or_else(|_| "galera".into()))
 }
 
 fn base_port() -> u16 {
@@ -42,7 +49,8 @@ pub fn spec(name: &str, slot: u16, nodes: usize) -> ClusterSpec {
     if let Ok(old) = Cluster::open(&dir) {
         let _ = old.down();
     }
-    ClusterSpec::new(nodes, provider(), dir).base_port(base_port() + slot * 100)
+    let provider = if nodes > 1 { multi_node_provider() } else { provider() };
+    ClusterSpec::new(nodes, provider, dir).base_port(base_port() + slot * 100)
 }
 
 /// Starts the cluster or fails the test with the launcher's explanation.

@@ -7,7 +7,7 @@ use std::ffi::{c_void, CString};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lockstep_config::{keys, Change, Config, NodeInfo, VarKind};
+use lockstep_config::{keys, Change, Config, NodeInfo, Notice, VarKind};
 
 use super::callbacks::{logger_sink, ServerCallbacks};
 use super::sys::*;
@@ -50,6 +50,11 @@ impl Provider {
         let text = |p| unsafe { cstr_lossy(p) }.map(|s| s.into_owned()).unwrap_or_default();
         let (name, address, incoming, data_dir, options) =
             (text(args.node_name), text(args.node_address), text(args.node_incoming), text(args.data_dir), text(args.options));
+        // Galera parses the node address as a URI authority: anything up
+        // to an '@' is user info (mtr passes '127.0.0.1:@OPT.port' where a
+        // port placeholder was not substituted, and Galera takes 'OPT.port'
+        // as the host with the default port).
+        let address = address.rsplit_once('@').map_or(address.clone(), |(_, host)| host.to_string());
         let mut config = Config::init(&NodeInfo { node_address: &address, data_dir: &data_dir }, &options).map_err(|e| {
             for err in &e.errors {
                 log::error!("{}", err);
@@ -200,7 +205,13 @@ pub fn malloc_cstring(s: &str) -> *mut std::ffi::c_char {
 
 fn log_notices(cfg: &mut Config) {
     for n in cfg.drain_notices() {
-        log::warning!("{}", n);
+        match n {
+            // Galera warns of deprecations; the rest is information (an
+            // accepted option we do not act on yet must not read as an
+            // error in the server log).
+            Notice::Deprecated(_) => log::warning!("{}", n),
+            Notice::NotYetEffective(_) | Notice::IgnoredAddressOption(_) => log::info!("{}", n),
+        }
     }
 }
 

@@ -174,6 +174,11 @@ impl Monitor {
         self.lock().ord.last_left()
     }
 
+    /// Whether `seqno` is inside (entered, not left).
+    pub fn is_entered(&self, seqno: Seqno) -> bool {
+        self.lock().ord.is_entered(seqno)
+    }
+
     pub fn last_entered(&self) -> Seqno {
         self.lock().ord.last_entered()
     }

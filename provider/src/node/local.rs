@@ -168,6 +168,9 @@ impl Shared {
 
     pub fn commit_order_enter(&self, h: &Handle) -> Status {
         match Opaque::decode(h.opaque) {
+            // An applier's writeset holds its apply slot during apply_cb;
+            // any other seqno is a handle we never gave out.
+            Opaque::Applier(seqno) if !self.apply.is_entered(seqno) => Status::TrxMissing,
             Opaque::Applier(seqno) => match self.commit.enter(seqno, self.commit_rule(false)) {
                 Ok(()) => Status::Ok,
                 Err(_) => Status::ConnFail,
@@ -245,6 +248,7 @@ impl Shared {
 
     pub fn commit_order_leave(&self, h: &Handle, error: &[u8]) -> Status {
         match Opaque::decode(h.opaque) {
+            Opaque::Applier(seqno) if !self.apply.is_entered(seqno) => Status::TrxMissing,
             Opaque::Applier(seqno) => {
                 if !error.is_empty() {
                     log::warning!("applier reported an error for seqno {}: {}", seqno, String::from_utf8_lossy(error));
