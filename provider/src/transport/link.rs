@@ -1,0 +1,256 @@
+//! A link: one handshaken connection to a peer, its bounded send queue,
+//! and its two threads. The writer drains the queue in batches, one
+//! vectored write per batch; the reader turns frames into `Inbound::Frame`.
+//! Whichever side fails first closes the link, which shuts the socket down
+//! and so stops the other; the reader, last out, unlinks it from the peer
+//! table and reports `PeerDown`.
+//!
+//! A link that loses to a better connection to the same member is retired,
+//! not cut: its unsent frames move to the winner, its writer sends FIN
+//! after the last batch, and its reader delivers what the peer had already
+//! sent until the peer's FIN. Nothing is lost when both ends connect at
+//! once; frames may only be reordered around the switch.
+
+use std::collections::VecDeque;
+use std::io::BufReader;
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::frame::{self, FrameError, HEADER_LEN, RESERVED_KINDS};
+use super::net::{self, Registered};
+use super::{Inbound, Limits, PeerId, Shared};
+use crate::gtid::Uuid;
+use crate::log::{self, Level};
+
+/// Reads are buffered: many small Raft messages arrive per system call.
+const READ_BUFFER: usize = 64 << 10;
+/// The writer re-checks its link this often even when nobody wakes it.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
+/// A retired link whose peer neither sends nor hangs up this long is cut.
+const RETIRE_GRACE: Duration = Duration::from_secs(2);
+
+const OPEN: u8 = 0;
+const RETIRING: u8 = 1;
+const CLOSED: u8 = 2;
+
+/// Who is at the other end.
+#[derive(Clone, Debug)]
+pub struct PeerInfo {
+    pub id: PeerId,
+    pub uuid: Uuid,
+    /// Its listen address (what it advertised), else where we reached it.
+    pub addr: String,
+}
+
+/// Orders two connections between the same two members the same way on
+/// both ends: the one initiated by the lower raft id wins, then the lower
+/// nonce (both ends know both). Smaller is better.
+pub type Rank = (bool, u64);
+
+pub fn rank(me: PeerId, peer: PeerId, initiator: PeerId, nonce: u64) -> Rank {
+    (initiator != me.min(peer), nonce)
+}
+
+pub enum Pushed {
+    Queued,
+    Full,
+    Closed,
+}
+
+#[derive(Default)]
+struct Queue {
+    frames: VecDeque<(u8, Bytes)>,
+    /// Payload plus header bytes queued.
+    bytes: usize,
+}
+
+pub struct Link {
+    pub peer: PeerInfo,
+    pub rank: Rank,
+    stream: TcpStream,
+    queue: Mutex<Queue>,
+    ready: Condvar,
+    /// OPEN, RETIRING or CLOSED; only OPEN takes frames.
+    state: AtomicU8,
+    /// Why it was closed, and how loudly to say so.
+    reason: Mutex<Option<(Level, String)>>,
+    _registered: Registered,
+}
+
+impl Link {
+    pub fn new(peer: PeerInfo, rank: Rank, stream: TcpStream, registered: Registered) -> Link {
+        Link {
+            peer,
+            rank,
+            stream,
+            queue: Mutex::default(),
+            ready: Condvar::new(),
+            state: AtomicU8::new(OPEN),
+            reason: Mutex::new(None),
+            _registered: registered,
+        }
+    }
+
+    /// Takes no more frames (closed or retiring).
+    pub fn is_closed(&self) -> bool {
+        self.state.load(Ordering::Acquire) != OPEN
+    }
+
+    /// Queues a frame unless the queue is at its bound (frames or bytes; a
+    /// frame always fits an empty queue, so no frame under the size limit
+    /// is unsendable).
+    pub fn push(&self, kind: u8, payload: Bytes, limits: &Limits, shared: &Shared) -> Pushed {
+        let size = payload.len() + HEADER_LEN;
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if self.is_closed() {
+            return Pushed::Closed;
+        }
+        let full = q.frames.len() >= limits.queue_frames || (!q.frames.is_empty() && q.bytes + size > limits.queue_bytes);
+        if full {
+            return Pushed::Full;
+        }
+        q.frames.push_back((kind, payload));
+        q.bytes += size;
+        shared.counters.queued(1, size as i64);
+        drop(q);
+        self.ready.notify_one();
+        Pushed::Queued
+    }
+
+    /// Everything queued, once there is something; None once closed.
+    fn take_batch(&self, shared: &Shared) -> Option<Vec<(u8, Bytes)>> {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        while q.frames.is_empty() && !self.is_closed() {
+            q = self.ready.wait_timeout(q, IDLE_CHECK).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        if self.is_closed() {
+            return None;
+        }
+        shared.counters.queued(-(q.frames.len() as i64), -(q.bytes as i64));
+        q.bytes = 0;
+        Some(q.frames.drain(..).collect())
+    }
+
+    /// Closes the link (the first reason given is kept): drops the queue,
+    /// shuts the socket down, which wakes the reader, and wakes the writer.
+    pub fn close(&self, level: Level, reason: impl Into<String>, shared: &Shared) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if self.state.swap(CLOSED, Ordering::AcqRel) == CLOSED {
+            return;
+        }
+        self.reason.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(|| (level, reason.into()));
+        shared.counters.queued(-(q.frames.len() as i64), -(q.bytes as i64));
+        *q = Queue::default();
+        drop(q);
+        let _ = self.stream.shutdown(Shutdown::Both);
+        self.ready.notify_all();
+    }
+
+    /// Stops sending on this link without losing what is on its way (see
+    /// the module comment); unsent frames go to `successor`, else away.
+    pub fn retire(&self, successor: Option<&Link>, why: &str, shared: &Shared) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if self.state.compare_exchange(OPEN, RETIRING, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return;
+        }
+        *self.reason.lock().unwrap_or_else(|e| e.into_inner()) = Some((Level::Debug, why.to_string()));
+        let unsent = std::mem::take(&mut *q);
+        drop(q);
+        match successor {
+            Some(s) => s.prepend(unsent, shared),
+            None => shared.counters.queued(-(unsent.frames.len() as i64), -(unsent.bytes as i64)),
+        }
+        let _ = self.stream.set_read_timeout(Some(RETIRE_GRACE));
+        self.ready.notify_all();
+    }
+
+    /// Puts frames from a retired link before this link's own.
+    fn prepend(&self, mut older: Queue, shared: &Shared) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if self.is_closed() {
+            shared.counters.queued(-(older.frames.len() as i64), -(older.bytes as i64));
+            return;
+        }
+        older.frames.append(&mut q.frames);
+        older.bytes += q.bytes;
+        *q = older;
+        drop(q);
+        self.ready.notify_one();
+    }
+
+    fn closing_reason(&self) -> (Level, String) {
+        let r = self.reason.lock().unwrap_or_else(|e| e.into_inner());
+        r.clone().unwrap_or((Level::Info, "closed".into()))
+    }
+
+    pub fn describe(&self) -> String {
+        format!("member {} at {}", self.peer.uuid, self.peer.addr)
+    }
+}
+
+pub fn run_writer(shared: Arc<Shared>, link: Arc<Link>) {
+    write_until_closed(&shared, &link);
+    if link.state.load(Ordering::Acquire) == RETIRING {
+        // FIN after the last batch: the peer's reader ends cleanly.
+        let _ = link.stream.shutdown(Shutdown::Write);
+    }
+}
+
+fn write_until_closed(shared: &Shared, link: &Link) {
+    while let Some(batch) = link.take_batch(shared) {
+        if shared.is_isolated() {
+            link.close(Level::Info, "isolated", shared);
+            return;
+        }
+        match frame::write_batch(&batch, |s| net::send_vectored(&link.stream, s)) {
+            Ok(bytes) => shared.counters.sent(batch.len(), bytes),
+            Err(e) => {
+                let why = match e.kind() {
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                        format!("the peer has not read for {} s", net::WRITE_STALL.as_secs())
+                    }
+                    _ => format!("write failed: {}", e),
+                };
+                link.close(Level::Warn, why, shared);
+                return;
+            }
+        }
+    }
+}
+
+pub fn run_reader(shared: Arc<Shared>, link: Arc<Link>, stream: TcpStream) {
+    let mut r = BufReader::with_capacity(READ_BUFFER, stream);
+    let (level, why) = loop {
+        match frame::read_frame(&mut r, shared.limits.max_frame) {
+            Ok((kind, _)) if kind >= RESERVED_KINDS => {
+                shared.counters.bad_frame();
+                break (Level::Warn, format!("unexpected frame kind {:#x} after the handshake", kind));
+            }
+            Ok((kind, payload)) => {
+                if shared.is_isolated() {
+                    break (Level::Info, "isolated".into());
+                }
+                shared.counters.received(HEADER_LEN + payload.len());
+                if shared.inbox.send(Inbound::Frame { from: link.peer.id, kind, payload }).is_err() {
+                    break (Level::Debug, "the inbox is gone".into());
+                }
+            }
+            Err(FrameError::Closed) => break (Level::Info, "closed by the peer".into()),
+            Err(e @ FrameError::Io(_)) => break (Level::Warn, e.to_string()),
+            Err(e) => {
+                shared.counters.bad_frame();
+                break (Level::Warn, e.to_string());
+            }
+        }
+    };
+    // If someone closed the link first, its reason is the real one (our
+    // read error is only the consequence).
+    link.close(level, why, &shared);
+    let (level, why) = link.closing_reason();
+    log::write(level, &format!("link to {} closed: {}", link.describe(), why));
+    shared.unlink(&link, &why);
+}

@@ -1,0 +1,201 @@
+//! The accepting side: the listener thread (which also enforces isolation
+//! on a short tick, since a signal handler can only set a flag) and the
+//! handshake of each accepted connection on a thread of its own, so a slow
+//! or silent stranger delays nobody.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::frame::{self, REFUSE, WELCOME};
+use super::handshake::{self, Failure, Hello, Welcome};
+use super::link::{self, PeerInfo};
+use super::{net, Shared};
+use crate::log::{debug, info, warning, Level};
+
+/// How often the listener looks at the stop and isolation flags.
+const TICK: Duration = Duration::from_millis(100);
+/// Connections accepted per tick before the flags are looked at again.
+const ACCEPTS_PER_TICK: usize = 64;
+/// Handshakes in progress at once: beyond this, new connections are
+/// dropped. Peers are a handful; only a flood reaches it, and it must not
+/// turn into a thread per connection.
+pub const MAX_PENDING_HANDSHAKES: usize = 16;
+/// After a Refuse, how long the peer has to hang up first (see `refuse`).
+const LINGER: Duration = Duration::from_millis(500);
+/// The same complaint about the same address is logged once per window.
+const LOG_WINDOW: Duration = Duration::from_secs(60);
+
+/// Releases a handshake slot when its thread ends, however it ends.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Repeated refusals (a misconfigured node retries every second) are
+/// logged once a minute per address and reason. Bounded: forgets all when
+/// it holds too many.
+#[derive(Default)]
+pub struct Quiet(Mutex<HashMap<String, Instant>>);
+
+impl Quiet {
+    pub fn first_in_a_while(&self, key: String) -> bool {
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        if seen.len() >= 256 {
+            seen.clear();
+        }
+        match seen.get(&key) {
+            Some(t) if now.duration_since(*t) < LOG_WINDOW => false,
+            _ => {
+                seen.insert(key, now);
+                true
+            }
+        }
+    }
+}
+
+impl Shared {
+    pub(super) fn run_listener(self: Arc<Self>, listener: TcpListener) {
+        let mut was_isolated = false;
+        while !self.stopping.load(Ordering::Acquire) {
+            let isolated = self.is_isolated();
+            if isolated != was_isolated {
+                info!("isolation {}: {}", if isolated { "on" } else { "off" }, if isolated { "every link cut" } else { "reconnecting" });
+                was_isolated = isolated;
+                self.changed.notify_all();
+            }
+            if isolated {
+                self.enforce_isolation();
+            }
+            if net::wait_readable(&listener, TICK) {
+                self.accept_pending(&listener);
+            }
+        }
+    }
+
+    /// Cuts links and handshakes in progress; repeated every tick while
+    /// isolated, which also catches a connection that raced the flag.
+    pub(super) fn enforce_isolation(&self) {
+        self.cut_links(Level::Info, "isolated");
+        self.sockets.shutdown_all(false);
+    }
+
+    fn accept_pending(self: &Arc<Self>, listener: &TcpListener) {
+        for _ in 0..ACCEPTS_PER_TICK {
+            match listener.accept() {
+                Ok((s, from)) => self.admit(s, from),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    // Out of descriptors, say: wait for the next tick
+                    // rather than spin.
+                    warning!("cannot accept a group connection: {}", e);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn admit(self: &Arc<Self>, s: TcpStream, from: SocketAddr) {
+        if self.is_isolated() {
+            debug!("dropping connection from {}: isolated", from);
+            return;
+        }
+        if self.pending_accepts.fetch_add(1, Ordering::AcqRel) >= MAX_PENDING_HANDSHAKES {
+            self.pending_accepts.fetch_sub(1, Ordering::AcqRel);
+            if self.quiet.first_in_a_while(format!("busy {}", from.ip())) {
+                warning!("dropping connection from {}: {} handshakes already in progress", from, MAX_PENDING_HANDSHAKES);
+            }
+            return;
+        }
+        let me = self.clone();
+        if !self.spawn("lockstep-accept", move || {
+            let _slot = Slot(&me.pending_accepts);
+            me.greet(s, from);
+        }) {
+            // The closure, and its slot release, never ran.
+            self.pending_accepts.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// The accepting side of the handshake.
+    fn greet(self: &Arc<Self>, s: TcpStream, from: SocketAddr) {
+        let Ok(reg) = self.sockets.register(&s) else { return };
+        if let Err(e) = net::prepare_handshake(&s) {
+            info!("dropping connection from {}: {}", from, e);
+            return;
+        }
+        let hello = match handshake::read_hello(&mut &s) {
+            Ok(h) => h,
+            Err(Failure::Refused(reason)) => return self.refuse(&s, from, &reason),
+            Err(Failure::Broken(reason)) => {
+                self.counters.bad_frame();
+                warning!("dropping connection from {}: {}", from, reason);
+                return;
+            }
+        };
+        let welcome = Welcome { uuid: self.me.uuid, id: self.me.id, listen: self.me.listen.clone() };
+        if hello.uuid == self.me.uuid {
+            // Our own first contact reached us (gcomm:// lists every node,
+            // this one too): say who we are, the dialer then lets go.
+            let _ = frame::write_frame(&mut &s, WELCOME, &welcome.encode());
+            return;
+        }
+        if let Some(reason) = self.check(&hello, from) {
+            return self.refuse(&s, from, &reason);
+        }
+        if let Err(e) = frame::write_frame(&mut &s, WELCOME, &welcome.encode()) {
+            info!("dropping connection from {}: cannot send welcome: {}", from, e);
+            return;
+        }
+        if self.is_isolated() {
+            return;
+        }
+        let addr = if hello.listen.is_empty() { from.to_string() } else { hello.listen.clone() };
+        let rank = link::rank(self.me.id, hello.id, hello.id, hello.nonce);
+        let peer = PeerInfo { id: hello.id, uuid: hello.uuid, addr };
+        if let Err(e) = self.establish(s, reg, peer, rank) {
+            info!("dropping connection from {}: {}", from, e);
+        }
+    }
+
+    /// Why this Hello is not welcome, if it is not.
+    fn check(&self, hello: &Hello, from: SocketAddr) -> Option<String> {
+        let ip = from.ip().to_string();
+        if !(self.allow)(&ip) {
+            return Some(format!("{} is not in the allowlist (wsrep_allowlist)", ip));
+        }
+        if hello.cluster != self.cluster {
+            return Some(format!("cluster name '{}' differs from '{}'", hello.cluster, self.cluster));
+        }
+        if hello.id == 0 || hello.id == self.me.id {
+            return Some(format!("raft id {} is not usable (this node's is {})", hello.id, self.me.id));
+        }
+        None
+    }
+
+    fn refuse(&self, s: &TcpStream, from: SocketAddr, reason: &str) {
+        self.counters.refused_in.fetch_add(1, Ordering::Relaxed);
+        if self.quiet.first_in_a_while(format!("{} {}", from.ip(), reason)) {
+            warning!("refusing connection from {}: {}", from, reason);
+        }
+        let _ = frame::write_frame(&mut &*s, REFUSE, &handshake::encode_refuse(reason));
+        let _ = s.shutdown(Shutdown::Write);
+        // Closing with the peer's bytes unread would reset the connection,
+        // and a reset can destroy the Refuse before the peer reads it: let
+        // the peer hang up first (bounded by LINGER and a few reads).
+        let _ = s.set_read_timeout(Some(LINGER));
+        let mut sink = [0u8; 4096];
+        for _ in 0..16 {
+            if !matches!((&mut &*s).read(&mut sink), Ok(n) if n > 0) {
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,630 @@
+//! Transports on loopback, ephemeral ports; fake peers are plain
+//! TcpStreams speaking the wire format by hand.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::AtomicU8;
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::frame::{self, FrameError, HELLO, REFUSE, WELCOME};
+use super::handshake::{self, Hello, Welcome};
+use super::*;
+
+const SOON: Duration = Duration::from_secs(3);
+
+struct Node {
+    t: Transport,
+    rx: Receiver<Inbound>,
+    id: PeerId,
+    uuid: Uuid,
+}
+
+impl Node {
+    fn addr(&self) -> String {
+        self.t.local_addr().to_string()
+    }
+
+    /// The next inbound event matching `pred`, skipping others.
+    fn wait(&self, what: &str, pred: impl Fn(&Inbound) -> bool) -> Inbound {
+        let deadline = Instant::now() + SOON;
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.rx.recv_timeout(left) {
+                Ok(ev) if pred(&ev) => return ev,
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        panic!("no {} within {:?}", what, SOON);
+    }
+
+    fn wait_up(&self, id: PeerId) {
+        self.wait("PeerUp", |e| matches!(e, Inbound::PeerUp { id: i, .. } if *i == id));
+    }
+
+    fn wait_down(&self, id: PeerId) {
+        self.wait("PeerDown", |e| matches!(e, Inbound::PeerDown { id: i, .. } if *i == id));
+    }
+
+    /// `n` frames from `from`, in arrival order (other events skipped).
+    fn frames_from(&self, from: PeerId, n: usize) -> Vec<Bytes> {
+        (0..n)
+            .map(|_| match self.wait("frame", |e| matches!(e, Inbound::Frame { from: f, .. } if *f == from)) {
+                Inbound::Frame { payload, .. } => payload,
+                _ => unreachable!(),
+            })
+            .collect()
+    }
+
+    /// `n` frames from anyone, by sender, each in arrival order.
+    fn frames_by_sender(&self, n: usize) -> HashMap<PeerId, Vec<Bytes>> {
+        let mut by = HashMap::<PeerId, Vec<Bytes>>::new();
+        for _ in 0..n {
+            if let Inbound::Frame { from, payload, .. } = self.wait("frame", |e| matches!(e, Inbound::Frame { .. })) {
+                by.entry(from).or_default().push(payload);
+            }
+        }
+        by
+    }
+
+    fn drain(&self) {
+        while self.rx.try_recv().is_ok() {}
+    }
+
+    fn quiet_for(&self, d: Duration) -> Vec<Inbound> {
+        let deadline = Instant::now() + d;
+        let mut got = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            if let Ok(ev) = self.rx.recv_timeout(left) {
+                got.push(ev);
+            }
+        }
+        got
+    }
+}
+
+fn start(cluster: &str, tweak: impl FnOnce(&mut TransportConfig)) -> Node {
+    let uuid = Uuid::random();
+    let id = uuid.raft_id();
+    let mut cfg = TransportConfig::new("tcp://127.0.0.1:0", cluster, Identity { id, uuid, listen: String::new() });
+    tweak(&mut cfg);
+    let (tx, rx) = channel();
+    let t = Transport::start(cfg, tx).expect("start");
+    Node { t, rx, id, uuid }
+}
+
+fn node() -> Node {
+    start("test", |_| {})
+}
+
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + SOON;
+    while !cond() {
+        assert!(Instant::now() < deadline, "not {} within {:?}", what, SOON);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn numbered(i: u32) -> Bytes {
+    Bytes::from(i.to_le_bytes().to_vec())
+}
+
+fn assert_numbered(frames: &[Bytes]) {
+    for (i, f) in frames.iter().enumerate() {
+        assert_eq!(&f[..], &(i as u32).to_le_bytes(), "frame {} out of order", i);
+    }
+}
+
+/// Sends `n` numbered frames; every one must be queued.
+fn send_numbered(from: &Node, to: PeerId, n: u32) {
+    for i in 0..n {
+        assert!(from.t.send(to, 1, numbered(i)), "send {} dropped", i);
+    }
+}
+
+/// Both want each other (so both may connect at once).
+fn link(a: &Node, b: &Node) {
+    a.t.set_peer(b.id, &b.addr());
+    b.t.set_peer(a.id, &a.addr());
+    a.wait_up(b.id);
+    b.wait_up(a.id);
+}
+
+/// Every pair on one connection, the same on both ends, and no other
+/// socket open (duplicates and handshakes gone): from here a link is FIFO.
+fn settle(nodes: &[&Node]) {
+    let rank = |x: &Node, y: &Node| x.t.shared.live_link(y.id).map(|l| l.rank);
+    wait_until("links settled", || {
+        nodes.iter().all(|x| {
+            let others: Vec<&&Node> = nodes.iter().filter(|y| y.id != x.id).collect();
+            let agreed = others.iter().all(|y| rank(x, y).is_some() && rank(x, y) == rank(y, x));
+            agreed && x.t.shared.sockets.count() == others.len()
+        })
+    });
+}
+
+/// A hand-driven peer that completed the handshake with `to`.
+fn fake_peer(to: SocketAddr) -> (TcpStream, PeerId) {
+    let mut s = TcpStream::connect(to).expect("connect");
+    s.set_read_timeout(Some(SOON)).expect("timeout");
+    let uuid = Uuid::random();
+    let hello = Hello { cluster: "test".into(), uuid, id: uuid.raft_id(), listen: String::new(), nonce: 1 };
+    handshake::dial(&mut s, &hello).expect("welcome");
+    (s, uuid.raft_id())
+}
+
+/// True once the other end closed `s` (EOF or reset).
+fn closed_by_peer(s: &mut TcpStream) -> bool {
+    let mut b = [0u8; 64];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) => return !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+        }
+    }
+}
+
+#[test]
+fn two_nodes_exchange_frames_both_ways_in_order() {
+    let (a, b) = (node(), node());
+    // Only a wants b: b talks back over the link a opened.
+    a.t.set_peer(b.id, &b.addr());
+    match b.wait("PeerUp", |e| matches!(e, Inbound::PeerUp { .. })) {
+        Inbound::PeerUp { id, uuid, addr } => assert_eq!((id, uuid, addr), (a.id, a.uuid, a.addr())),
+        _ => unreachable!(),
+    }
+    a.wait_up(b.id);
+    send_numbered(&a, b.id, 500);
+    send_numbered(&b, a.id, 500);
+    assert_numbered(&b.frames_from(a.id, 500));
+    assert_numbered(&a.frames_from(b.id, 500));
+    let (sa, sb) = (a.t.stats(), b.t.stats());
+    assert_eq!((sa.frames_sent, sa.frames_received, sa.links), (500, 500, 1));
+    assert_eq!(sa.bytes_sent, 500 * (4 + frame::HEADER_LEN as u64));
+    assert_eq!((sb.bytes_received, sb.frames_dropped), (sa.bytes_sent, 0));
+}
+
+#[test]
+fn three_nodes_in_a_full_mesh() {
+    let n = [node(), node(), node()];
+    for (i, x) in n.iter().enumerate() {
+        for y in n.iter().skip(i + 1) {
+            link(x, y);
+        }
+    }
+    settle(&[&n[0], &n[1], &n[2]]);
+    for x in &n {
+        for y in n.iter().filter(|y| y.id != x.id) {
+            send_numbered(x, y.id, 200);
+        }
+    }
+    for x in &n {
+        let by = x.frames_by_sender(400);
+        for y in n.iter().filter(|y| y.id != x.id) {
+            assert_eq!(by.get(&y.id).map(|f| f.len()), Some(200));
+            assert_numbered(&by[&y.id]);
+        }
+        assert_eq!(x.t.stats().links, 2);
+    }
+}
+
+#[test]
+fn simultaneous_connects_keep_one_link_on_both_ends() {
+    for _ in 0..5 {
+        let (a, b) = (node(), node());
+        let go = Arc::new(Barrier::new(2));
+        let (ta, b_id, b_addr) = (&a.t, b.id, b.addr());
+        std::thread::scope(|sc| {
+            let g = go.clone();
+            sc.spawn(move || {
+                g.wait();
+                ta.set_peer(b_id, &b_addr);
+            });
+            go.wait();
+            b.t.set_peer(a.id, &a.addr());
+        });
+        // Both ends settle on the same connection (same rank: same nonce)
+        // and close the other.
+        settle(&[&a, &b]);
+        send_numbered(&a, b.id, 10);
+        send_numbered(&b, a.id, 10);
+        assert_numbered(&b.frames_from(a.id, 10));
+        assert_numbered(&a.frames_from(b.id, 10));
+    }
+}
+
+/// A hand-driven member `id` that `a` connects to: (its address, a thread
+/// answering a's Hello with a Welcome and returning the connection).
+fn fake_listener(id: PeerId, uuid: Uuid) -> (SocketAddr, std::thread::JoinHandle<TcpStream>) {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = l.local_addr().expect("addr");
+    let answer = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().expect("accept");
+        s.set_read_timeout(Some(SOON)).expect("timeout");
+        handshake::read_hello(&mut s).expect("hello");
+        let welcome = Welcome { uuid, id, listen: addr.to_string() };
+        frame::write_frame(&mut s, WELCOME, &welcome.encode()).expect("welcome");
+        s
+    });
+    (addr, answer)
+}
+
+#[test]
+fn of_two_connections_the_one_the_lower_id_opened_wins() {
+    for (fake_is_lower, inbound_first) in [(true, true), (true, false), (false, true), (false, false)] {
+        let a = node();
+        let fake = if fake_is_lower { a.id - 1 } else { a.id + 1 };
+        let fake_uuid = Uuid::random();
+        let (fake_addr, answer) = fake_listener(fake, fake_uuid);
+        let dial_in = || {
+            let mut s = TcpStream::connect(a.t.local_addr()).expect("connect");
+            s.set_read_timeout(Some(SOON)).expect("timeout");
+            let hello = Hello { cluster: "test".into(), uuid: fake_uuid, id: fake, listen: fake_addr.to_string(), nonce: 7 };
+            handshake::dial(&mut s, &hello).expect("welcome");
+            s
+        };
+        let (inbound, outbound) = if inbound_first {
+            let inbound = dial_in();
+            a.wait_up(fake);
+            a.t.connect_addr(&fake_addr.to_string());
+            (inbound, answer.join().expect("fake listener"))
+        } else {
+            a.t.connect_addr(&fake_addr.to_string());
+            let outbound = answer.join().expect("fake listener");
+            a.wait_up(fake);
+            (dial_in(), outbound)
+        };
+        let (mut winner, mut loser) = if fake_is_lower { (inbound, outbound) } else { (outbound, inbound) };
+        let case = format!("fake is lower: {}, inbound first: {}", fake_is_lower, inbound_first);
+        assert!(closed_by_peer(&mut loser), "{}: the loser was kept", case);
+        assert!(a.t.send(fake, 1, Bytes::from_static(b"x")), "{}", case);
+        let got = frame::read_frame(&mut winner, 100).expect("a frame on the winner");
+        assert_eq!((got.0, &got.1[..]), (1, &b"x"[..]), "{}", case);
+        assert_eq!(a.t.shared.live_link(fake).map(|l| l.rank.0), Some(false), "{}", case);
+    }
+}
+
+#[test]
+fn a_replaced_link_hands_its_unsent_frames_to_the_winner() {
+    let a = start("test", |c| c.limits = Limits { max_frame: 1 << 20, queue_frames: 8, queue_bytes: 1 << 30 });
+    let fake = a.id + 1; // the connection a opens will win
+    let fake_uuid = Uuid::random();
+    let (fake_addr, answer) = fake_listener(fake, fake_uuid);
+    // The fake connects first and never reads: a's writer gets stuck and
+    // its queue fills up.
+    let mut loser = TcpStream::connect(a.t.local_addr()).expect("connect");
+    loser.set_read_timeout(Some(SOON)).expect("timeout");
+    let hello = Hello { cluster: "test".into(), uuid: fake_uuid, id: fake, listen: fake_addr.to_string(), nonce: 7 };
+    handshake::dial(&mut loser, &hello).expect("welcome");
+    a.wait_up(fake);
+    let mut accepted = Vec::new();
+    let stuck = fill_until_stuck(|i| {
+        let mut p = vec![0u8; 64 << 10];
+        p[..4].copy_from_slice(&i.to_le_bytes());
+        let ok = a.t.send(fake, 1, Bytes::from(p));
+        if ok {
+            accepted.push(i);
+        }
+        ok
+    });
+    assert!(stuck, "the writer never got stuck");
+    assert_eq!(a.t.stats().queued_frames, 8);
+    a.t.connect_addr(&fake_addr.to_string());
+    let mut winner = answer.join().expect("fake listener");
+    let got: Vec<u32> = (0..8)
+        .map(|_| {
+            let (_, p) = frame::read_frame(&mut winner, 1 << 20).expect("a moved frame");
+            u32::from_le_bytes([p[0], p[1], p[2], p[3]])
+        })
+        .collect();
+    assert_eq!(got, accepted[accepted.len() - 8..], "the unsent frames, in order");
+}
+
+#[test]
+fn another_cluster_is_refused_and_both_stay_healthy() {
+    let (a, b) = (start("alpha", |_| {}), start("beta", |_| {}));
+    b.t.connect_addr(&a.addr());
+    match b.wait("ContactFailed", |e| matches!(e, Inbound::ContactFailed { .. })) {
+        Inbound::ContactFailed { addr, reason } => {
+            assert_eq!(addr, a.addr());
+            assert!(reason.contains("cluster name 'beta' differs from 'alpha'"), "{}", reason);
+        }
+        _ => unreachable!(),
+    }
+    assert_eq!((a.t.stats().refused_in, b.t.stats().refused_out), (1, 1));
+    // a dialer keeps being refused without harm
+    b.t.set_peer(a.id, &a.addr());
+    let c = start("alpha", |_| {});
+    c.t.connect_addr(&a.addr());
+    c.wait_up(a.id);
+    a.wait_up(c.id);
+    send_numbered(&a, c.id, 3);
+    assert_numbered(&c.frames_from(a.id, 3));
+    let d = start("beta", |_| {});
+    d.t.connect_addr(&b.addr());
+    b.wait_up(d.id);
+    assert_eq!((a.t.stats().links, b.t.stats().links), (1, 1));
+}
+
+#[test]
+fn another_protocol_version_is_refused_cleanly_both_ways() {
+    let a = node();
+    // A future peer's Hello: version byte 3.
+    let mut s = TcpStream::connect(a.t.local_addr()).expect("connect");
+    s.set_read_timeout(Some(SOON)).expect("timeout");
+    let hello = Hello { cluster: "test".into(), uuid: Uuid::random(), id: 9, listen: String::new(), nonce: 1 };
+    let mut wire = Vec::new();
+    frame::write_frame(&mut wire, HELLO, &hello.encode()).expect("encode");
+    wire[0] = 3;
+    s.write_all(&wire).expect("write");
+    let (kind, payload) = frame::read_frame(&mut s, 1 << 16).expect("an answer");
+    assert_eq!(kind, REFUSE);
+    assert!(String::from_utf8_lossy(&payload).contains("speaks protocol 3, this node 1"));
+    assert!(closed_by_peer(&mut s));
+    assert_eq!(a.t.stats().refused_in, 1);
+
+    // A future listener answering in version 3: refused, not a crash.
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let future = l.local_addr().expect("addr");
+    let server = std::thread::spawn(move || {
+        let (mut c, _) = l.accept().expect("accept");
+        let _ = handshake::read_hello(&mut c);
+        let mut reply = Vec::new();
+        frame::write_frame(&mut reply, REFUSE, &handshake::encode_refuse("v3")).expect("encode");
+        reply[0] = 3;
+        let _ = c.write_all(&reply);
+    });
+    a.t.connect_addr(&future.to_string());
+    match a.wait("ContactFailed", |e| matches!(e, Inbound::ContactFailed { .. })) {
+        Inbound::ContactFailed { reason, .. } => assert!(reason.contains("speaks protocol 3, this node 1"), "{}", reason),
+        _ => unreachable!(),
+    }
+    server.join().expect("server");
+    let b = node();
+    b.t.connect_addr(&a.addr());
+    b.wait_up(a.id);
+}
+
+#[test]
+fn the_allowlist_hook_refuses_by_ip() {
+    let a = start("test", |c| c.allow = Arc::new(|ip: &str| ip != "127.0.0.1"));
+    let b = node();
+    b.t.connect_addr(&a.addr());
+    match b.wait("ContactFailed", |e| matches!(e, Inbound::ContactFailed { .. })) {
+        Inbound::ContactFailed { reason, .. } => assert!(reason.contains("127.0.0.1 is not in the allowlist"), "{}", reason),
+        _ => unreachable!(),
+    }
+    assert_eq!(a.t.stats().links, 0);
+}
+
+#[test]
+fn contacting_oneself_or_nobody_fails_quietly() {
+    let a = node();
+    a.t.connect_addr(&a.addr());
+    match a.wait("ContactFailed", |e| matches!(e, Inbound::ContactFailed { .. })) {
+        Inbound::ContactFailed { reason, .. } => assert!(reason.contains("own address"), "{}", reason),
+        _ => unreachable!(),
+    }
+    let unused = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port");
+    a.t.connect_addr(&unused.to_string());
+    a.wait("ContactFailed", |e| matches!(e, Inbound::ContactFailed { addr, .. } if *addr == unused.to_string()));
+    let s = a.t.stats();
+    assert_eq!((s.refused_in, s.refused_out, s.links), (0, 0, 0));
+}
+
+#[test]
+fn corrupt_frames_close_only_their_connection() {
+    let (a, b) = (node(), node());
+    link(&a, &b);
+    let header = |version: u8, kind: u8, len: u32, crc: u32| {
+        let mut h = vec![version, kind];
+        h.extend_from_slice(&len.to_le_bytes());
+        h.extend_from_slice(&crc.to_le_bytes());
+        h
+    };
+    let good = {
+        let mut v = Vec::new();
+        frame::write_frame(&mut v, 1, b"hello").expect("encode");
+        v
+    };
+    let mut bad_crc = good.clone();
+    bad_crc[frame::HEADER_LEN] ^= 0x20;
+    let mut bad_version = good.clone();
+    bad_version[0] = 2;
+    let mut reserved = Vec::new();
+    frame::write_frame(&mut reserved, HELLO, b"again").expect("encode");
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("bad checksum", bad_crc),
+        ("absurd length", header(1, 1, u32::MAX, 0)),
+        ("bad version", bad_version),
+        ("reserved kind", reserved),
+        ("truncated", [&header(1, 1, 100, 0)[..], &[0u8; 10]].concat()),
+    ];
+    for (name, garbage) in &cases {
+        let (mut s, id) = fake_peer(a.t.local_addr());
+        a.wait_up(id);
+        s.write_all(&good).expect("a good frame first");
+        assert_eq!(a.frames_from(id, 1)[0], Bytes::from_static(b"hello"));
+        s.write_all(garbage).expect("write");
+        if *name == "truncated" {
+            s.shutdown(std::net::Shutdown::Write).expect("shutdown");
+        }
+        assert!(closed_by_peer(&mut s), "{}: connection left open", name);
+        a.wait_down(id);
+    }
+    // Garbage before any handshake.
+    let mut s = TcpStream::connect(a.t.local_addr()).expect("connect");
+    s.set_read_timeout(Some(SOON)).expect("timeout");
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").expect("write");
+    assert!(closed_by_peer(&mut s), "http: connection left open");
+    wait_until("all counted", || a.t.stats().connections_broken == cases.len() as u64 + 1);
+    // The real link never noticed.
+    send_numbered(&b, a.id, 5);
+    assert_numbered(&a.frames_from(b.id, 5));
+    assert_eq!(a.t.stats().links, 1);
+}
+
+#[test]
+fn a_restarted_peer_is_reconnected() {
+    let a = node();
+    let b = node();
+    let (b_id, b_uuid, b_addr) = (b.id, b.uuid, b.addr());
+    a.t.set_peer(b_id, &b_addr);
+    a.wait_up(b_id);
+    b.t.stop();
+    drop(b);
+    a.wait_down(b_id);
+    assert!(!a.t.send(b_id, 1, numbered(0)), "sent to a stopped peer");
+    std::thread::sleep(Duration::from_millis(300)); // a few failed dials
+    let (tx, rx) = channel();
+    let cfg = TransportConfig::new(&b_addr, "test", Identity { id: b_id, uuid: b_uuid, listen: String::new() });
+    let b = Node { t: Transport::start(cfg, tx).expect("restart on the same port"), rx, id: b_id, uuid: b_uuid };
+    a.wait_up(b_id);
+    send_numbered(&a, b.id, 3);
+    assert_numbered(&b.frames_from(a.id, 3));
+}
+
+/// Sends (`send(i)` for i = 0, 1, ...) to a peer that never reads, until
+/// the writer is stuck on full socket buffers: the queue then stays full
+/// for 100 ms of attempts. False if that never happens.
+fn fill_until_stuck(mut send: impl FnMut(u32) -> bool) -> bool {
+    let mut refused_in_a_row = 0;
+    for i in 0..1_000_000 {
+        if send(i) {
+            refused_in_a_row = 0;
+        } else {
+            refused_in_a_row += 1;
+            if refused_in_a_row == 100 {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    false
+}
+
+#[test]
+fn full_queues_drop_and_count() {
+    // By count: small frames to a peer that never reads.
+    let a = start("test", |c| c.limits = Limits { max_frame: 1 << 20, queue_frames: 4, queue_bytes: 1 << 30 });
+    let (_silent, id) = fake_peer(a.t.local_addr());
+    a.wait_up(id);
+    let mut dropped = 0;
+    let stuck = fill_until_stuck(|_| {
+        let ok = a.t.send(id, 1, Bytes::from(vec![0u8; 1024]));
+        dropped += u64::from(!ok);
+        ok
+    });
+    assert!(stuck, "the writer never got stuck");
+    let s = a.t.stats();
+    assert_eq!((s.frames_dropped, s.queued_frames), (dropped, 4));
+    // By bytes: big frames.
+    let b = start("test", |c| c.limits = Limits { max_frame: 1 << 20, queue_frames: 1000, queue_bytes: 1 << 20 });
+    let (_silent, id) = fake_peer(b.t.local_addr());
+    b.wait_up(id);
+    let refused = (0..400).filter(|_| !b.t.send(id, 1, Bytes::from(vec![0u8; 256 << 10]))).count();
+    let s = b.t.stats();
+    assert!(refused > 0 && s.frames_dropped == refused as u64, "{} refused, {:?}", refused, s);
+    assert!(s.queued_bytes <= 1 << 20, "{:?}", s);
+    assert!(!b.t.send(id, 1, Bytes::from(vec![0u8; (1 << 20) + 1])), "over the frame limit");
+}
+
+#[test]
+fn isolation_stops_traffic_and_resumes() {
+    let (a, b) = (node(), node());
+    link(&a, &b);
+    settle(&[&a, &b]);
+    a.drain();
+    b.drain();
+    a.t.set_isolated(true);
+    assert!(!a.t.send(b.id, 1, numbered(0)));
+    b.wait_down(a.id);
+    assert!(!b.t.send(a.id, 1, numbered(0)));
+    // b keeps dialing; a keeps dropping it.
+    let seen = a.quiet_for(Duration::from_millis(400));
+    assert!(seen.iter().all(|e| !matches!(e, Inbound::Frame { .. } | Inbound::PeerUp { .. })), "{:?}", seen);
+    assert_eq!((a.t.stats().links, b.t.stats().links), (0, 0));
+    a.t.set_isolated(false);
+    a.wait_up(b.id);
+    b.wait_up(a.id);
+    settle(&[&a, &b]);
+    send_numbered(&a, b.id, 3);
+    send_numbered(&b, a.id, 3);
+    assert_numbered(&b.frames_from(a.id, 3));
+    assert_numbered(&a.frames_from(b.id, 3));
+}
+
+#[test]
+fn the_servers_isolation_flag_is_obeyed() {
+    static FLAG: AtomicU8 = AtomicU8::new(0);
+    let a = start("test", |c| c.isolation = Some(&FLAG));
+    let b = node();
+    link(&a, &b);
+    settle(&[&a, &b]);
+    a.drain();
+    b.drain();
+    FLAG.store(1, Ordering::SeqCst); // what the signal handler does
+    b.wait_down(a.id);
+    a.wait_down(b.id);
+    assert!(!a.t.send(b.id, 1, numbered(0)));
+    FLAG.store(0, Ordering::SeqCst);
+    a.wait_up(b.id);
+    b.wait_up(a.id);
+    settle(&[&a, &b]);
+    send_numbered(&b, a.id, 2);
+    assert_numbered(&a.frames_from(b.id, 2));
+}
+
+#[test]
+fn stop_joins_every_thread_quickly() {
+    let n = [node(), node(), node()];
+    for (i, x) in n.iter().enumerate() {
+        for y in n.iter().skip(i + 1) {
+            link(x, y);
+        }
+    }
+    let a = &n[0];
+    // Things that would block a careless stop: a stranger silent in its
+    // handshake, a peer that never reads (writer stuck), a wanted peer
+    // that is not there (dialer in backoff), a contact in progress.
+    let _silent = TcpStream::connect(a.t.local_addr()).expect("connect");
+    let (_deaf, deaf) = fake_peer(a.t.local_addr());
+    a.wait_up(deaf);
+    for _ in 0..64 {
+        a.t.send(deaf, 1, Bytes::from(vec![0u8; 1 << 20]));
+    }
+    let gone = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port");
+    a.t.set_peer(12345, &gone.to_string());
+    a.t.connect_addr(&gone.to_string());
+    std::thread::sleep(Duration::from_millis(100));
+    let t0 = Instant::now();
+    a.t.stop();
+    let took = t0.elapsed();
+    assert!(took < Duration::from_millis(1500), "stop took {:?}", took);
+    assert!(a.t.shared.threads.lock().expect("lock").is_empty());
+    // No thread holds the shared state any more: none is running.
+    assert_eq!(Arc::strong_count(&a.t.shared), 1);
+    assert_eq!(a.t.shared.sockets.count(), 0);
+    assert!(TcpStream::connect(a.t.local_addr()).is_err(), "still listening");
+    n[1].wait_down(a.id);
+    assert!(!a.t.send(n[1].id, 1, numbered(0)));
+    a.t.stop(); // idempotent
+}
+
+#[test]
+fn the_frame_limit_is_enforced_on_receive() {
+    let a = start("test", |c| c.limits.max_frame = 1000);
+    let (mut s, id) = fake_peer(a.t.local_addr());
+    a.wait_up(id);
+    let mut big = Vec::new();
+    frame::write_frame(&mut big, 1, &[0u8; 1001]).expect("encode");
+    s.write_all(&big).expect("write");
+    assert!(closed_by_peer(&mut s));
+    a.wait_down(id);
+    assert!(matches!(frame::read_frame(&mut &big[..], 1000), Err(FrameError::TooLarge { .. })));
+}
