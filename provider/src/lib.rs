@@ -24,3 +24,4 @@ pub mod monitor;
 pub mod group;
 pub mod log;
 pub mod node;
+pub mod transport;

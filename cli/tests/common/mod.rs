@@ -6,6 +6,8 @@
 //! - `LOCKSTEP_TEST_MULTI_PROVIDER`: the provider of multi-node tests
 //!   (default `galera` until lockstep forms clusters of several nodes;
 //!   they then check the launcher against the reference).
+//! - `LOCKSTEP_TEST_PROVIDER_OPTIONS`: extra provider options, `;`
+//!   separated (e.g. `debug=yes` for a debugging run).
 //! - `LOCKSTEP_TEST_BASE_PORT`: first port of the test range (default
 //!   24100). Each test owns 100 ports from `base + 100 * slot`, so tests
 //!   run in parallel without sharing a port.
@@ -50,7 +52,12 @@ pub fn spec(name: &str, slot: u16, nodes: usize) -> ClusterSpec {
         let _ = old.down();
     }
     let provider = if nodes > 1 { multi_node_provider() } else { provider() };
-    ClusterSpec::new(nodes, provider, dir).base_port(base_port() + slot * 100)
+    let mut spec = ClusterSpec::new(nodes, provider, dir).base_port(base_port() + slot * 100);
+    // Extra provider options for a debugging run, e.g. "debug=yes".
+    for opt in std::env::var("LOCKSTEP_TEST_PROVIDER_OPTIONS").unwrap_or_default().split(';').filter(|o| !o.trim().is_empty()) {
+        spec = spec.provider_option(opt.trim());
+    }
+    spec
 }
 
 /// Starts the cluster or fails the test with the launcher's explanation.

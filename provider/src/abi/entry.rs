@@ -394,17 +394,19 @@ pub unsafe extern "C" fn preordered_commit(
     wsrep_status_t::NOT_IMPLEMENTED
 }
 
-pub unsafe extern "C" fn sst_sent(w: *mut wsrep_t, _state_id: *const wsrep_gtid_t, _rcode: c_int) -> wsrep_status_t {
-    with(w, "sst_sent", |_| {
-        log::warning!("sst_sent: this node is not a donor");
-        Status::ConnFail
+pub unsafe extern "C" fn sst_sent(w: *mut wsrep_t, state_id: *const wsrep_gtid_t, rcode: c_int) -> wsrep_status_t {
+    with(w, "sst_sent", |p| {
+        // SAFETY: NULL or the server's gtid.
+        let g = unsafe { state_id.as_ref() }.map_or(Gtid::UNDEFINED, |g| Gtid::new(uuid_in(&g.uuid), g.seqno));
+        p.node.sst_sent(g, rcode)
     })
 }
 
-pub unsafe extern "C" fn sst_received(w: *mut wsrep_t, _state_id: *const wsrep_gtid_t, _state: *const wsrep_buf_t, _rcode: c_int) -> wsrep_status_t {
-    with(w, "sst_received", |_| {
-        log::warning!("sst_received: this node is not joining");
-        Status::ConnFail
+pub unsafe extern "C" fn sst_received(w: *mut wsrep_t, state_id: *const wsrep_gtid_t, _state: *const wsrep_buf_t, rcode: c_int) -> wsrep_status_t {
+    with(w, "sst_received", |p| {
+        // SAFETY: NULL or the server's gtid.
+        let g = unsafe { state_id.as_ref() }.map_or(Gtid::UNDEFINED, |g| Gtid::new(uuid_in(&g.uuid), g.seqno));
+        p.node.sst_received(g, rcode)
     })
 }
 

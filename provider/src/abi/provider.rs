@@ -72,6 +72,8 @@ impl Provider {
             data_dir: PathBuf::from(if data_dir.is_empty() { ".".to_string() } else { data_dir }),
             state_id,
             settings: Settings::from_config(&config),
+            allow: Arc::new(|ip: &str| super::loader::allowed(ip)),
+            isolation: Some(&super::loader::ISOLATION),
         };
         let node = Node::new(init, Box::new(ServerCallbacks::new(args)));
         Ok(Provider { node: Arc::new(node), config: Mutex::new(config), stats: Mutex::new(HashMap::new()) })

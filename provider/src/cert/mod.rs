@@ -15,6 +15,7 @@
 //! another node or was TOI.
 
 mod key;
+mod snapshot;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -61,9 +62,13 @@ struct Entry {
     refs: [Option<Ref>; 4],
 }
 
-/// A certified writeset still in the index, remembered so it can be purged.
-#[derive(Debug)]
+/// A certified writeset still in the index, remembered so it can be purged
+/// (and so the index can be rebuilt from a snapshot: replaying the
+/// certified writesets in seqno order reproduces it exactly).
+#[derive(Debug, Clone, PartialEq)]
 struct Certified {
+    source: Uuid,
+    toi: bool,
     keys: Vec<(KeyHash, KeyKind)>,
 }
 
@@ -258,11 +263,15 @@ impl Certification {
     }
 
     fn insert(&mut self, ws: &WriteSet, seqno: Seqno, keys: Vec<(KeyHash, KeyKind)>) {
-        let r = Ref { seqno, source: ws.source, toi: ws.is_toi() };
-        for (hash, kind) in &keys {
+        self.index_keys(seqno, ws.source, ws.is_toi(), &keys);
+        self.certified.insert(seqno, Certified { source: ws.source, toi: ws.is_toi(), keys });
+    }
+
+    fn index_keys(&mut self, seqno: Seqno, source: Uuid, toi: bool, keys: &[(KeyHash, KeyKind)]) {
+        let r = Ref { seqno, source, toi };
+        for (hash, kind) in keys {
             self.index.entry(*hash).or_default().refs[*kind as usize] = Some(r);
         }
-        self.certified.insert(seqno, Certified { keys });
     }
 
     fn record_pass(&mut self, ws: &WriteSet, seqno: Seqno, depends_on: Seqno) {

@@ -174,3 +174,40 @@ fn identical_streams_give_identical_decisions() {
         assert_eq!(x.certify(w, s), y.certify(w, s));
     }
 }
+
+#[test]
+fn a_restored_snapshot_certifies_exactly_like_the_original() {
+    let stream: Vec<WriteSet> = (0..300)
+        .map(|i| {
+            let src = if i % 2 == 0 { A } else { B };
+            let kind = KeyKind::ALL[i % 4];
+            let mut w = ws(src, i as Seqno - (i as Seqno % 7), if i % 50 == 0 { flags::ISOLATION } else { 0 }, &[]);
+            w.keys.push(Key { kind, parts: vec![b"d".to_vec(), b"t".to_vec(), format!("{}", i % 11).into_bytes()] });
+            w
+        })
+        .collect();
+    let mut original = Certification::new(0);
+    for (i, w) in stream[..150].iter().enumerate() {
+        original.certify(w, i as Seqno + 1);
+    }
+    original.purge_upto(40);
+    let mut copy = Certification::new(-1);
+    copy.restore(&original.encode()).unwrap();
+    assert_eq!(copy.index_size(), original.index_size());
+    for (i, w) in stream[150..].iter().enumerate() {
+        let s = 151 + i as Seqno;
+        assert_eq!(copy.certify(w, s), original.certify(w, s), "seqno {}", s);
+    }
+}
+
+#[test]
+fn a_corrupt_snapshot_is_refused_and_changes_nothing() {
+    let mut c = Certification::new(0);
+    c.certify(&ws(A, 0, 0, &row(KeyKind::Exclusive)), 1);
+    let enc = c.encode();
+    for len in 0..enc.len() {
+        let mut fresh = Certification::new(7);
+        assert!(fresh.restore(&enc[..len]).is_err());
+        assert_eq!(fresh.position(), 7);
+    }
+}

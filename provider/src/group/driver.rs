@@ -1,6 +1,6 @@
-//! The Raft node on its own thread: takes proposals, ticks, persists to the
-//! in-memory log, applies committed entries to the group state and hands
-//! the resulting events to the node, in order.
+//! The Raft node on its own thread: takes proposals and network frames,
+//! ticks, persists to the in-memory log, applies committed entries to the
+//! group state and hands the resulting events to the node, in order.
 //!
 //! Nothing of the Raft log survives a restart (DESIGN: every process start
 //! is a new member that catches up by IST/SST), so the log lives in memory.
@@ -11,19 +11,25 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use raft::prelude::{ConfState, Entry as RaftEntry, EntryType};
-use raft::storage::MemStorage;
+use protobuf::Message as _;
+use raft::prelude::{ConfChange, ConfChangeType, Entry as RaftEntry, EntryType, Message, Snapshot};
 use raft::{RawNode, StateRole};
 
-use super::entry::{Entry, MemberInfo};
+use super::entry::{Entry, MemberInfo, Membership};
+use super::log::GroupLog;
+use super::membership::{Joining, Leaving};
 use super::state::{GroupEvent, GroupState};
 use crate::gtid::{Seqno, Uuid};
 use crate::log;
+use crate::transport::{Inbound, Transport};
 
 /// Receives the group's events in total order, on the group thread. It must
 /// not block for long: Raft heartbeats wait while it runs.
 pub trait Delivery: Send + 'static {
     fn deliver(&mut self, events: &mut Vec<GroupEvent>);
+    /// The node layer's state to ship in a Raft snapshot, as of every event
+    /// delivered so far (its certification index).
+    fn snapshot(&mut self) -> Vec<u8>;
 }
 
 pub(super) enum Command {
@@ -31,15 +37,29 @@ pub(super) enum Command {
     Propose { token: u64, data: Vec<u8> },
     /// The seqno a causal read must wait for (Raft ReadIndex).
     ReadIndex(Sender<Seqno>),
+    Net(Inbound),
+    /// Leave the group gracefully; the sender hears when it is done.
+    Leave(Sender<()>),
+    Isolate(bool),
     Stop,
 }
+
+/// Frame kinds on the transport.
+pub(super) const KIND_RAFT: u8 = 1;
+pub(super) const KIND_JOIN: u8 = 2;
 
 /// How many commands one loop turn takes before handling a Ready: proposals
 /// that arrive together are appended and sent together.
 const BATCH: usize = 256;
 
-/// Log entries kept behind the applied index for followers that lag.
-const LOG_KEEP: u64 = 8192;
+/// Snapshot every this many applied entries, keeping this many behind it
+/// for followers that lag a little.
+const SNAPSHOT_EVERY: u64 = 16384;
+const LOG_KEEP: u64 = 4096;
+
+/// A local proposal still waiting this long is presumed lost with a
+/// leader: fence it so the client learns its fate.
+const FENCE_AFTER: Duration = Duration::from_secs(2);
 
 pub(super) struct Counters {
     /// Local proposals not yet delivered or failed (`wsrep_local_send_queue`).
@@ -47,34 +67,50 @@ pub(super) struct Counters {
     pub stopped: AtomicBool,
 }
 
+pub(super) enum Start {
+    Bootstrap { history: Uuid, position: Seqno },
+    Join { peers: Vec<String> },
+}
+
 pub(super) struct Driver {
-    raw: RawNode<MemStorage>,
+    pub(super) raw: RawNode<GroupLog>,
     rx: Receiver<Command>,
-    state: GroupState,
+    pub(super) state: GroupState,
     delivery: Box<dyn Delivery>,
-    me: MemberInfo,
+    pub(super) me: MemberInfo,
+    pub(super) net: Arc<Transport>,
     bootstrap: Option<(Uuid, Seqno)>,
+    pub(super) joining: Option<Joining>,
+    pub(super) leaving: Option<Leaving>,
     tick: Duration,
     next_tick: Instant,
-    events: Vec<GroupEvent>,
+    pub(super) events: Vec<GroupEvent>,
     /// ReadIndex requests Raft has not answered yet, and answered ones
     /// waiting for the applied index to reach them.
     reads_asked: Vec<(u64, Sender<Seqno>)>,
     reads_ready: Vec<(u64, Sender<Seqno>)>,
     next_read: u64,
     counters: Arc<Counters>,
+    /// Fencing of lost proposals: the highest token proposed, when a
+    /// proposal of ours was last ordered, when we last fenced.
+    max_token: u64,
+    last_own_delivery: Instant,
+    last_fence: Instant,
 }
 
 pub(super) struct DriverConfig {
     pub me: MemberInfo,
-    pub bootstrap: Option<(Uuid, Seqno)>,
+    pub start: Start,
     pub tick: Duration,
 }
 
 impl Driver {
-    pub fn new(cfg: DriverConfig, rx: Receiver<Command>, delivery: Box<dyn Delivery>, counters: Arc<Counters>) -> raft::Result<Driver> {
+    pub fn new(cfg: DriverConfig, rx: Receiver<Command>, delivery: Box<dyn Delivery>, net: Arc<Transport>, counters: Arc<Counters>) -> raft::Result<Driver> {
         let id = cfg.me.id.raft_id();
-        let storage = MemStorage::new_with_conf_state(ConfState::from((vec![id], vec![])));
+        let (voters, bootstrap, joining) = match cfg.start {
+            Start::Bootstrap { history, position } => (vec![id], Some((history, position)), None),
+            Start::Join { peers } => (vec![], None, Some(Joining::new(peers))),
+        };
         let config = raft::Config {
             id,
             election_tick: 10,
@@ -87,21 +123,28 @@ impl Driver {
         };
         config.validate()?;
         let logger = slog::Logger::root(slog::Discard, slog::o!());
-        let raw = RawNode::new(&config, storage, &logger)?;
+        let raw = RawNode::new(&config, GroupLog::new(voters), &logger)?;
+        let now = Instant::now();
         Ok(Driver {
             raw,
             rx,
             state: GroupState::new(cfg.me.id),
             delivery,
             me: cfg.me,
-            bootstrap: cfg.bootstrap,
+            net,
+            bootstrap,
+            joining,
+            leaving: None,
             tick: cfg.tick,
-            next_tick: Instant::now() + cfg.tick,
+            next_tick: now + cfg.tick,
             events: Vec::new(),
             reads_asked: Vec::new(),
             reads_ready: Vec::new(),
             next_read: 1,
             counters,
+            max_token: 0,
+            last_own_delivery: now,
+            last_fence: now,
         })
     }
 
@@ -112,6 +155,7 @@ impl Driver {
         }
         while self.turn() {}
         self.counters.stopped.store(true, AtomicOrdering::SeqCst);
+        self.net.stop();
     }
 
     /// One loop turn; false once stopped.
@@ -139,41 +183,89 @@ impl Driver {
         if Instant::now() >= self.next_tick {
             self.raw.tick();
             self.next_tick += self.tick;
+            self.on_tick();
         }
         self.maybe_bootstrap();
         self.on_ready();
         self.flush_events();
+        self.maybe_snapshot();
         true
     }
 
     fn handle(&mut self, cmd: Command) -> bool {
         match cmd {
-            Command::Propose { token, data } => {
-                if self.raw.propose(vec![], data).is_err() {
-                    self.events.push(GroupEvent::ProposalFailed { token });
-                }
-            }
+            Command::Propose { token, data } => self.propose(token, data),
             Command::ReadIndex(reply) => {
                 let id = self.next_read;
                 self.next_read += 1;
-                self.raw.read_index(id.to_le_bytes().to_vec());
+                self.raw.read_index(self.read_context(id));
                 self.reads_asked.push((id, reply));
             }
+            Command::Net(inbound) => self.on_net(inbound),
+            Command::Leave(reply) => self.start_leaving(reply),
+            Command::Isolate(on) => self.net.set_isolated(on),
             Command::Stop => return false,
         }
         true
     }
 
-    /// The bootstrapping member proposes the first view once it leads.
+    fn propose(&mut self, token: u64, data: Vec<u8>) {
+        self.max_token = self.max_token.max(token);
+        if self.raw.propose(vec![], data).is_err() && token != 0 {
+            self.events.push(GroupEvent::ProposalFailed { token });
+        }
+    }
+
+    fn on_net(&mut self, inbound: Inbound) {
+        match inbound {
+            Inbound::Frame { kind: KIND_RAFT, payload, from } => match Message::parse_from_bytes(&payload) {
+                Ok(m) => {
+                    let _ = self.raw.step(m);
+                }
+                Err(e) => log::warning!("undecodable raft message from {:x}: {}", from, e),
+            },
+            Inbound::Frame { kind: KIND_JOIN, payload, .. } => self.on_join_request(&payload),
+            Inbound::Frame { kind, from, .. } => log::debug!("ignoring frame kind {} from {:x}", kind, from),
+            Inbound::PeerUp { id, addr, .. } => self.on_peer_up(id, &addr),
+            Inbound::PeerDown { .. } => {}
+            Inbound::ContactFailed { addr, reason } => log::debug!("could not reach {}: {}", addr, reason),
+        }
+    }
+
+    fn on_tick(&mut self) {
+        self.joining_tick();
+        self.leaving_tick();
+        self.promote_learners();
+        self.maybe_fence();
+    }
+
+    /// The bootstrapping member records the new component in the log once
+    /// it leads: a conf-change entry naming itself the voter, so a member
+    /// replaying the log learns the voter set from it.
+    /// raft-rs silently turns a conf change into a no-op while another is
+    /// pending (a new leader's first entry counts), so this repeats until
+    /// the bootstrap entry is applied.
     fn maybe_bootstrap(&mut self) {
-        if self.raw.raft.state != StateRole::Leader {
+        if self.state.is_primary() {
+            self.bootstrap = None;
+        }
+        let Some((history, position)) = self.bootstrap else { return };
+        if self.raw.raft.state != StateRole::Leader || self.raw.raft.has_pending_conf() {
             return;
         }
-        if let Some((history, position)) = self.bootstrap.take() {
-            let entry = Entry::Bootstrap { history, position, member: self.me.clone() };
-            if self.raw.propose(vec![], entry.encode()).is_err() {
-                log::error!("could not propose the bootstrap view");
-            }
+        let ctx = Membership::Bootstrap { history, position, member: self.me.clone() };
+        self.propose_membership(ctx, ConfChangeType::AddNode);
+    }
+
+    pub(super) fn propose_membership(&mut self, m: Membership, kind: ConfChangeType) {
+        let mut cc = ConfChange::default();
+        cc.set_change_type(kind);
+        cc.node_id = m.member().raft_id();
+        // The membership rides in the conf change's own context (the
+        // entry's context is not kept in the log).
+        cc.set_context(Bytes::from(m.encode()));
+        if let Err(e) = self.raw.propose_conf_change(vec![], cc) {
+            log::debug!("membership change {:?} not proposed now: {}", m, e);
         }
     }
 
@@ -184,66 +276,141 @@ impl Driver {
         let mut ready = self.raw.ready();
         self.send(ready.take_messages());
         if !ready.snapshot().is_empty() {
-            // Snapshots reach joiners only (next issue); a lone member never
-            // receives one.
-            log::warning!("ignoring a Raft snapshot: joining by snapshot is not supported yet");
+            self.restore(ready.snapshot().clone());
         }
         self.apply(ready.take_committed_entries());
         self.take_read_states(ready.take_read_states());
         if !ready.entries().is_empty() {
-            self.raw.mut_store().wl().append(ready.entries()).expect("append to the in-memory log");
+            self.raw.store().append(ready.entries()).expect("append to the in-memory log");
         }
         if let Some(hs) = ready.hs() {
-            self.raw.mut_store().wl().set_hardstate(hs.clone());
+            self.raw.store().set_hardstate(hs.clone());
         }
         self.send(ready.take_persisted_messages());
         let mut light = self.raw.advance(ready);
         if let Some(commit) = light.commit_index() {
-            self.raw.mut_store().wl().mut_hard_state().set_commit(commit);
+            self.raw.store().set_commit(commit);
         }
         self.send(light.take_messages());
         self.apply(light.take_committed_entries());
         self.raw.advance_apply();
-        self.compact();
     }
 
-    fn send(&mut self, msgs: Vec<raft::prelude::Message>) {
-        // The transport between providers comes with multi-node clusters;
-        // until then a lone voter has nobody to talk to.
-        debug_assert!(msgs.is_empty(), "messages without a transport: {:?}", msgs);
+    fn send(&mut self, msgs: Vec<Message>) {
+        for m in msgs {
+            let to = m.to;
+            match m.write_to_bytes() {
+                Ok(b) => {
+                    self.net.send(to, KIND_RAFT, Bytes::from(b));
+                }
+                Err(e) => log::error!("cannot encode a raft message: {}", e),
+            }
+        }
     }
 
     fn apply(&mut self, entries: Vec<RaftEntry>) {
         for e in entries {
-            if e.get_entry_type() != EntryType::EntryNormal || e.get_data().is_empty() {
-                continue; // leader no-ops; membership changes come with the transport
-            }
-            let data: Bytes = e.data;
-            match Entry::decode(&data) {
-                Ok(entry) => self.apply_entry(entry),
-                // The same bytes are committed on every member, so every
-                // member skips the entry alike.
-                Err(err) => log::error!("skipping group entry at index {}: {}", e.index, err),
+            match e.get_entry_type() {
+                EntryType::EntryNormal if e.get_data().is_empty() => {} // leader no-op
+                EntryType::EntryNormal => self.apply_normal(e.index, e.data),
+                EntryType::EntryConfChange => self.apply_conf_change(e.index, e.get_data()),
+                EntryType::EntryConfChangeV2 => log::warning!("ignoring a joint configuration change at index {}", e.index),
             }
         }
         self.answer_reads();
     }
 
-    fn apply_entry(&mut self, entry: Entry) {
-        let before = self.events.len();
-        self.state.apply(entry, &mut self.events);
-        for ev in &self.events[before..] {
+    fn apply_normal(&mut self, index: u64, data: Bytes) {
+        match Entry::decode(&data) {
+            Ok(entry) => {
+                let before = self.events.len();
+                self.state.apply(entry, &mut self.events);
+                self.note_own_deliveries(before);
+            }
+            // The same bytes are committed on every member, so every
+            // member skips the entry alike.
+            Err(err) => log::error!("skipping group entry at index {}: {}", index, err),
+        }
+    }
+
+    fn note_own_deliveries(&mut self, from: usize) {
+        for ev in &self.events[from..] {
             if let GroupEvent::Ordered { origin, token, .. } = ev {
                 if *origin == self.me.id && *token != 0 {
                     self.counters.send_queue.fetch_sub(1, AtomicOrdering::Relaxed);
+                    self.last_own_delivery = Instant::now();
                 }
             }
         }
     }
 
+    fn apply_conf_change(&mut self, index: u64, data: &[u8]) {
+        let cc = match ConfChange::parse_from_bytes(data) {
+            Ok(cc) => cc,
+            Err(e) => return log::error!("skipping undecodable configuration change at index {}: {}", index, e),
+        };
+        match self.raw.apply_conf_change(&cc) {
+            Ok(cs) => self.raw.store().set_conf_state(cs),
+            Err(e) => log::warning!("configuration change at index {} refused by raft: {}", index, e),
+        }
+        match Membership::decode(cc.get_context()) {
+            Ok(m) => {
+                self.state.apply_membership(m, &mut self.events);
+                self.refresh_peers();
+            }
+            Err(e) => log::error!("skipping membership change at index {}: {}", index, e),
+        }
+    }
+
+    /// Replaces our state with the leader's snapshot (a joiner, or a member
+    /// that fell too far behind).
+    fn restore(&mut self, snap: Snapshot) {
+        let index = snap.get_metadata().index;
+        let (group, node) = match split_snapshot(snap.get_data()) {
+            Some(parts) => parts,
+            None => return log::error!("ignoring a malformed snapshot at index {}", index),
+        };
+        let state = match GroupState::decode(self.me.id, group) {
+            Ok(s) => s,
+            Err(e) => return log::error!("ignoring a snapshot at index {}: {}", index, e),
+        };
+        if let Err(e) = self.raw.store().apply_snapshot(snap.clone()) {
+            return log::error!("cannot install the snapshot at index {}: {}", index, e);
+        }
+        self.state = state;
+        log::info!("restored the group state at seqno {} from a snapshot (index {})", self.state.seqno(), index);
+        self.events.push(GroupEvent::Restored { node: Bytes::copy_from_slice(node), view: self.state.view() });
+        self.refresh_peers();
+    }
+
+    /// Tells the transport where every member listens.
+    pub(super) fn refresh_peers(&mut self) {
+        for m in self.state.members() {
+            if m.info.id != self.me.id && !m.info.address.is_empty() {
+                self.net.set_peer(m.info.id.raft_id(), &m.info.address);
+            }
+        }
+        if self.state.member(self.me.id).is_some() {
+            self.joined();
+        }
+    }
+
+    /// A read's context must be unique in the whole group: the leader
+    /// keeps pending reads by context and silently drops a duplicate, so a
+    /// per-member counter alone would let two members' reads collide.
+    fn read_context(&self, id: u64) -> Vec<u8> {
+        let mut ctx = self.me.id.0.to_vec();
+        ctx.extend_from_slice(&id.to_le_bytes());
+        ctx
+    }
+
     fn take_read_states(&mut self, states: Vec<raft::ReadState>) {
         for rs in states {
-            let Ok(id) = <[u8; 8]>::try_from(rs.request_ctx.as_slice()).map(u64::from_le_bytes) else { continue };
+            let ctx = rs.request_ctx.as_slice();
+            if ctx.len() != 24 || ctx[..16] != self.me.id.0 {
+                continue;
+            }
+            let id = u64::from_le_bytes(ctx[16..].try_into().expect("8 bytes"));
             if let Some(i) = self.reads_asked.iter().position(|(r, _)| *r == id) {
                 let (_, reply) = self.reads_asked.swap_remove(i);
                 self.reads_ready.push((rs.index, reply));
@@ -264,17 +431,49 @@ impl Driver {
             let _ = reply.send(seqno);
             false
         });
-    }
-
-    fn compact(&mut self) {
-        let applied = self.raw.raft.raft_log.applied;
-        let first = raft::Storage::first_index(self.raw.store()).unwrap_or(0);
-        if applied > first + 2 * LOG_KEEP {
-            let _ = self.raw.mut_store().wl().compact(applied - LOG_KEEP);
+        // Requests Raft dropped (no leader) are answered by the caller's
+        // timeout; keep the list bounded meanwhile.
+        if self.reads_asked.len() > 4096 {
+            self.reads_asked.drain(..2048);
         }
     }
 
-    fn flush_events(&mut self) {
+    /// A proposal of ours that has waited too long was probably lost with
+    /// a leader: fence everything up to the highest token so that it can
+    /// never be ordered later, and its client learns it failed.
+    fn maybe_fence(&mut self) {
+        let waiting = self.counters.send_queue.load(AtomicOrdering::Relaxed) > 0;
+        if !waiting || self.last_own_delivery.elapsed() < FENCE_AFTER || self.last_fence.elapsed() < FENCE_AFTER {
+            return;
+        }
+        if self.state.member(self.me.id).is_none() {
+            return;
+        }
+        self.last_fence = Instant::now();
+        log::info!("fencing proposals up to token {} (no delivery for {:?})", self.max_token, FENCE_AFTER);
+        let data = Entry::Fence { origin: self.me.id, token: self.max_token }.encode();
+        let _ = self.raw.propose(vec![], data);
+    }
+
+    /// Snapshots when raft-rs asked for one or the log grew long.
+    fn maybe_snapshot(&mut self) {
+        let applied = self.raw.raft.raft_log.applied;
+        let store = self.raw.store();
+        let due = applied >= store.snapshot_index() + SNAPSHOT_EVERY;
+        if !(store.snapshot_wanted() || due) || !self.state.is_primary() {
+            return;
+        }
+        let mut snap = Snapshot::default();
+        let node = self.delivery.snapshot();
+        snap.set_data(Bytes::from(join_snapshot(&self.state.encode(), &node)));
+        let md = snap.mut_metadata();
+        md.index = applied;
+        md.term = self.raw.raft.raft_log.term(applied).unwrap_or(0);
+        md.set_conf_state(self.raw.raft.prs().conf().to_conf_state());
+        self.raw.store().set_snapshot(snap, applied.saturating_sub(LOG_KEEP));
+    }
+
+    pub(super) fn flush_events(&mut self) {
         for ev in &self.events {
             if let GroupEvent::ProposalFailed { .. } = ev {
                 self.counters.send_queue.fetch_sub(1, AtomicOrdering::Relaxed);
@@ -285,4 +484,19 @@ impl Driver {
             self.events.clear();
         }
     }
+}
+
+/// A snapshot's data: the group state, then the node layer's part.
+fn join_snapshot(group: &[u8], node: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + group.len() + node.len());
+    out.extend_from_slice(&(group.len() as u32).to_le_bytes());
+    out.extend_from_slice(group);
+    out.extend_from_slice(node);
+    out
+}
+
+fn split_snapshot(data: &[u8]) -> Option<(&[u8], &[u8])> {
+    let len = u32::from_le_bytes(data.get(..4)?.try_into().ok()?) as usize;
+    let group = data.get(4..4 + len)?;
+    Some((group, &data[4 + len..]))
 }

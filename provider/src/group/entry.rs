@@ -4,11 +4,16 @@
 //!
 //! ```text
 //! version u8 (1) | tag u8 | body
-//! Ordered     origin uuid 16 | token u64 | payload...
-//! Bootstrap   history uuid 16 | position i64 | member
-//! MemberState member uuid 16 | transition u8 | seqno i64
+//! Ordered      origin uuid 16 | token u64 | payload...
+//! MemberState  member uuid 16 | transition u8 | seqno i64
+//! StateRequest joiner uuid 16 | donors str | ist uuid 16 | ist seqno i64 | request...
+//! Fence        origin uuid 16 | token u64
 //! member := uuid 16 | name str | incoming str | address str ; str := len u16 | utf-8
 //! ```
+//!
+//! Membership changes travel as Raft conf-change entries whose context is a
+//! [`Membership`] (same header, its own tags), so that a member replaying
+//! the log learns the voter set from the log itself.
 
 use bytes::Bytes;
 
@@ -46,9 +51,26 @@ pub enum Entry {
     /// lets the origin match the delivery with the waiting client; 0 means
     /// nobody waits for it.
     Ordered { origin: Uuid, token: u64, payload: Bytes },
-    /// The first entry of a new primary component started by one member.
-    Bootstrap { history: Uuid, position: Seqno, member: MemberInfo },
     MemberState { member: Uuid, transition: Transition, seqno: Seqno },
+    /// A joiner asks for its state: the group picks a donor.
+    StateRequest { joiner: Uuid, donors: String, ist: (Uuid, Seqno), request: Bytes },
+    /// The origin's proposals with tokens up to this one that are not
+    /// ordered yet never will be (they were lost with a leader): every
+    /// member drops them if they arrive later.
+    Fence { origin: Uuid, token: u64 },
+}
+
+/// The context of a Raft conf-change entry.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Membership {
+    /// A new primary component started by one member (its voter entry).
+    Bootstrap { history: Uuid, position: Seqno, member: MemberInfo },
+    /// A joiner enters as a learner.
+    Add { member: MemberInfo },
+    /// A member that holds the state becomes a voter.
+    Promote { member: Uuid },
+    /// A member leaves (gracefully, or evicted).
+    Remove { member: Uuid },
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -73,8 +95,13 @@ impl std::fmt::Display for EntryError {
 }
 
 const ORDERED: u8 = 1;
-const BOOTSTRAP: u8 = 2;
 const MEMBER_STATE: u8 = 3;
+const STATE_REQUEST: u8 = 4;
+const FENCE: u8 = 5;
+const BOOTSTRAP: u8 = 10;
+const ADD: u8 = 11;
+const PROMOTE: u8 = 12;
+const REMOVE: u8 = 13;
 
 impl Entry {
     pub fn encode(&self) -> Vec<u8> {
@@ -84,11 +111,18 @@ impl Entry {
                 out = ordered_header(*origin, *token, payload.len());
                 out.extend_from_slice(payload);
             }
-            Entry::Bootstrap { history, position, member } => {
-                out.push(BOOTSTRAP);
-                out.extend_from_slice(&history.0);
-                out.extend_from_slice(&position.to_le_bytes());
-                encode_member(member, &mut out);
+            Entry::StateRequest { joiner, donors, ist, request } => {
+                out.push(STATE_REQUEST);
+                out.extend_from_slice(&joiner.0);
+                encode_str(donors, &mut out);
+                out.extend_from_slice(&ist.0 .0);
+                out.extend_from_slice(&ist.1.to_le_bytes());
+                out.extend_from_slice(request);
+            }
+            Entry::Fence { origin, token } => {
+                out.push(FENCE);
+                out.extend_from_slice(&origin.0);
+                out.extend_from_slice(&token.to_le_bytes());
             }
             Entry::MemberState { member, transition, seqno } => {
                 out.push(MEMBER_STATE);
@@ -114,12 +148,16 @@ impl Entry {
                 let token = r.u64()?;
                 Ok(Entry::Ordered { origin, token, payload: buf.slice(r.pos..) })
             }
-            BOOTSTRAP => {
-                let history = r.uuid()?;
-                let position = r.u64()? as i64;
-                let member = decode_member(&mut r)?;
+            STATE_REQUEST => {
+                let joiner = r.uuid()?;
+                let donors = r.string()?;
+                let ist = (r.uuid()?, r.u64()? as i64);
+                Ok(Entry::StateRequest { joiner, donors, ist, request: buf.slice(r.pos..) })
+            }
+            FENCE => {
+                let (origin, token) = (r.uuid()?, r.u64()?);
                 r.end()?;
-                Ok(Entry::Bootstrap { history, position, member })
+                Ok(Entry::Fence { origin, token })
             }
             MEMBER_STATE => {
                 let member = r.uuid()?;
@@ -149,12 +187,75 @@ pub fn ordered_header(origin: Uuid, token: u64, payload_len: usize) -> Vec<u8> {
     out
 }
 
+impl Membership {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![VERSION];
+        match self {
+            Membership::Bootstrap { history, position, member } => {
+                out.push(BOOTSTRAP);
+                out.extend_from_slice(&history.0);
+                out.extend_from_slice(&position.to_le_bytes());
+                encode_member(member, &mut out);
+            }
+            Membership::Add { member } => {
+                out.push(ADD);
+                encode_member(member, &mut out);
+            }
+            Membership::Promote { member } => {
+                out.push(PROMOTE);
+                out.extend_from_slice(&member.0);
+            }
+            Membership::Remove { member } => {
+                out.push(REMOVE);
+                out.extend_from_slice(&member.0);
+            }
+        }
+        out
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<Membership, EntryError> {
+        let mut r = Reader { buf, pos: 0 };
+        match r.u8().map_err(|_| EntryError::Empty)? {
+            VERSION => {}
+            v => return Err(EntryError::Version(v)),
+        }
+        let m = match r.u8()? {
+            BOOTSTRAP => {
+                let history = r.uuid()?;
+                let position = r.u64()? as i64;
+                Membership::Bootstrap { history, position, member: decode_member(&mut r)? }
+            }
+            ADD => Membership::Add { member: decode_member(&mut r)? },
+            PROMOTE => Membership::Promote { member: r.uuid()? },
+            REMOVE => Membership::Remove { member: r.uuid()? },
+            t => return Err(EntryError::Tag(t)),
+        };
+        r.end()?;
+        Ok(m)
+    }
+
+    /// The member the change is about.
+    pub fn member(&self) -> Uuid {
+        match self {
+            Membership::Bootstrap { member, .. } | Membership::Add { member } => member.id,
+            Membership::Promote { member } | Membership::Remove { member } => *member,
+        }
+    }
+}
+
+fn encode_str(s: &str, out: &mut Vec<u8>) {
+    let mut end = s.len().min(u16::MAX as usize);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.extend_from_slice(&(end as u16).to_le_bytes());
+    out.extend_from_slice(&s.as_bytes()[..end]);
+}
+
 pub fn encode_member(m: &MemberInfo, out: &mut Vec<u8>) {
     out.extend_from_slice(&m.id.0);
     for s in [&m.name, &m.incoming, &m.address] {
-        let b = &s.as_bytes()[..s.len().min(u16::MAX as usize)];
-        out.extend_from_slice(&(b.len() as u16).to_le_bytes());
-        out.extend_from_slice(b);
+        encode_str(s, out);
     }
 }
 
@@ -210,9 +311,9 @@ mod tests {
         assert_eq!(Entry::decode(&enc).unwrap(), e);
         for len in 0..enc.len() {
             if let Ok(d) = Entry::decode(&enc.slice(..len)) {
-                // Only an Ordered entry can be cut and still decode (its
-                // payload is the rest of the buffer).
-                assert!(matches!(d, Entry::Ordered { .. }));
+                // Only entries ending in a payload can be cut and still
+                // decode (the payload is the rest of the buffer).
+                assert!(matches!(d, Entry::Ordered { .. } | Entry::StateRequest { .. }));
             }
         }
     }
@@ -220,8 +321,32 @@ mod tests {
     #[test]
     fn entries_round_trip_and_truncation_is_an_error() {
         round_trip(Entry::Ordered { origin: Uuid::random(), token: 42, payload: Bytes::from_static(b"ws") });
-        round_trip(Entry::Bootstrap { history: Uuid::random(), position: 234, member: member() });
         round_trip(Entry::MemberState { member: Uuid::random(), transition: Transition::Join, seqno: 7 });
+        round_trip(Entry::Fence { origin: Uuid::random(), token: 9 });
+        let req = Entry::StateRequest {
+            joiner: Uuid::random(),
+            donors: "node1,".into(),
+            ist: (Uuid::random(), 12),
+            request: Bytes::from_static(b"mariabackup\0127.0.0.1:4444/xtrabackup_sst//1\0"),
+        };
+        round_trip(req);
+    }
+
+    #[test]
+    fn membership_round_trips_and_refuses_truncation() {
+        let all = [
+            Membership::Bootstrap { history: Uuid::random(), position: 234, member: member() },
+            Membership::Add { member: member() },
+            Membership::Promote { member: Uuid::random() },
+            Membership::Remove { member: Uuid::random() },
+        ];
+        for m in all {
+            let enc = m.encode();
+            assert_eq!(Membership::decode(&enc).unwrap(), m);
+            for len in 0..enc.len() {
+                assert!(Membership::decode(&enc[..len]).is_err());
+            }
+        }
     }
 
     #[test]

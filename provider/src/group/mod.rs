@@ -1,29 +1,33 @@
 //! Total order and membership: Galera's GCS, built on Raft.
 //!
-//! Every ordered action (writeset, TOI, fragment) and every primary
-//! configuration change goes through the Raft log; once committed, each
-//! member applies the log to the same [`GroupState`] and so assigns the same
-//! global seqnos and sees the same views and member states. The node layer
-//! receives the result as [`GroupEvent`]s through its [`Delivery`].
+//! Every ordered action (writeset, TOI, fragment), every member-state
+//! transition and every membership change goes through the Raft log; once
+//! committed, each member applies the log to the same [`GroupState`] and so
+//! assigns the same global seqnos and sees the same views and member
+//! states. The node layer receives the result as [`GroupEvent`]s through
+//! its [`Delivery`]. Members talk over [`crate::transport`].
 
 mod driver;
 pub mod entry;
+mod log;
+mod membership;
 pub mod state;
 
-use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
-use std::sync::mpsc::{channel, Sender};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering as AtomicOrdering};
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use driver::Delivery;
 pub use entry::{MemberInfo, Transition};
-pub use state::{GroupEvent, GroupState, MemberState, View};
+pub use state::{DonorError, GroupEvent, GroupState, MemberState, View};
 
-use driver::{Command, Counters, Driver, DriverConfig};
+use driver::{Command, Counters, Driver, DriverConfig, Start};
 use entry::Entry;
 
 use crate::gtid::{Seqno, Uuid};
+use crate::transport::{Allow, Identity, Transport, TransportConfig, TransportStats};
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum GroupError {
@@ -44,39 +48,66 @@ impl std::fmt::Display for GroupError {
     }
 }
 
+/// How this member enters the group.
+pub enum Mode {
+    /// Start a new primary component continuing `history` after
+    /// `position` (`gcomm://` or `--wsrep-new-cluster`).
+    Bootstrap { history: Uuid, position: Seqno },
+    /// Join the component reachable at these addresses (`host:port`).
+    Join { peers: Vec<String> },
+}
+
 pub struct GroupConfig {
+    /// Id, name and incoming address; `address` is what peers connect to
+    /// (empty: the bound listen address).
     pub me: MemberInfo,
-    /// Start a new primary component continuing `history` after `position`
-    /// (`gcomm://` or `--wsrep-new-cluster`).
-    pub bootstrap: Option<(Uuid, Seqno)>,
+    pub mode: Mode,
+    /// Where the group transport listens (`gmcast.listen_addr`).
+    pub listen: String,
+    /// `wsrep_cluster_name`: peers of other clusters are refused.
+    pub cluster_name: String,
+    /// The server's allowlist.
+    pub allow: Allow,
+    /// MariaDB's node-isolation flag (set from its signal handler).
+    pub isolation: Option<&'static AtomicU8>,
     /// Raft's clock: heartbeats every 2 ticks, elections after 10-20.
     pub tick: Duration,
 }
 
 /// The handle the node holds; the Raft node runs on its own thread.
 pub struct Group {
-    me: Uuid,
+    me: MemberInfo,
     tx: Mutex<Sender<Command>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
     counters: Arc<Counters>,
+    net: Arc<Transport>,
 }
 
 impl Group {
     pub fn start(cfg: GroupConfig, delivery: Box<dyn Delivery>) -> Result<Group, GroupError> {
+        let (net, inbox) = start_transport(&cfg)?;
+        let mut me = cfg.me;
+        if me.address.is_empty() || me.address.ends_with(":0") {
+            me.address = net.local_addr().to_string();
+        }
         let (tx, rx) = channel();
         let counters = Arc::new(Counters { send_queue: AtomicU64::new(0), stopped: Default::default() });
-        let me = cfg.me.id;
-        let driver_cfg = DriverConfig { me: cfg.me, bootstrap: cfg.bootstrap, tick: cfg.tick };
-        let driver = Driver::new(driver_cfg, rx, delivery, counters.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
-        let thread = std::thread::Builder::new()
-            .name("lockstep-group".into())
-            .spawn(move || driver.run())
-            .map_err(|e| GroupError::Io(format!("cannot start the group thread: {}", e)))?;
-        Ok(Group { me, tx: Mutex::new(tx), thread: Mutex::new(Some(thread)), counters })
+        let start = match cfg.mode {
+            Mode::Bootstrap { history, position } => Start::Bootstrap { history, position },
+            Mode::Join { peers } => Start::Join { peers },
+        };
+        let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick };
+        let driver = Driver::new(driver_cfg, rx, delivery, net.clone(), counters.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
+        let forward = {
+            let (tx, counters) = (tx.clone(), counters.clone());
+            spawn("lockstep-net-in", move || forward_inbound(inbox, tx, counters))?
+        };
+        let raft = spawn("lockstep-group", move || driver.run())?;
+        Ok(Group { me, tx: Mutex::new(tx), threads: Mutex::new(vec![raft, forward]), counters, net })
     }
 
-    pub fn me(&self) -> Uuid {
-        self.me
+    pub fn me(&self) -> &MemberInfo {
+        &self.me
     }
 
     fn command(&self, cmd: Command) -> Result<(), GroupError> {
@@ -85,11 +116,11 @@ impl Group {
     }
 
     /// Proposes an ordered payload. Its delivery comes back through the
-    /// `Delivery` as `Ordered` with this `token`, or `ProposalFailed`.
-    /// Bounded by the callers: each client thread has at most one proposal
-    /// in flight, and waits for it.
+    /// `Delivery` as `Ordered` with this `token`, or `ProposalFailed` /
+    /// `Fenced`. Bounded by the callers: each client thread has at most one
+    /// proposal in flight, and waits for it.
     pub fn propose(&self, token: u64, build: impl FnOnce(&mut Vec<u8>), size_hint: usize) -> Result<(), GroupError> {
-        let mut data = entry::ordered_header(self.me, token, size_hint);
+        let mut data = entry::ordered_header(self.me.id, token, size_hint);
         build(&mut data);
         if token != 0 {
             self.counters.send_queue.fetch_add(1, AtomicOrdering::Relaxed);
@@ -103,8 +134,15 @@ impl Group {
 
     /// Orders a change of this member's state (desync, join, sync).
     pub fn member_state(&self, transition: Transition, seqno: Seqno) -> Result<(), GroupError> {
-        let data = Entry::MemberState { member: self.me, transition, seqno }.encode();
+        let data = Entry::MemberState { member: self.me.id, transition, seqno }.encode();
         self.command(Command::Propose { token: 0, data })
+    }
+
+    /// Asks the group for a state transfer to this member (the server's
+    /// SST request, the donors it prefers, the position it already has).
+    pub fn state_request(&self, donors: &str, ist: (Uuid, Seqno), request: &[u8]) -> Result<(), GroupError> {
+        let entry = Entry::StateRequest { joiner: self.me.id, donors: donors.into(), ist, request: bytes::Bytes::copy_from_slice(request) };
+        self.command(Command::Propose { token: 0, data: entry.encode() })
     }
 
     /// The last seqno ordered before now, confirmed with a quorum (Raft
@@ -115,23 +153,74 @@ impl Group {
         rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok()
     }
 
+    /// Leaves the group gracefully: returns once the others have removed
+    /// this member (or after a bounded wait).
+    pub fn leave(&self) {
+        let (tx, rx) = channel();
+        if self.command(Command::Leave(tx)).is_ok() {
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+        }
+    }
+
+    /// `gmcast.isolate`: cuts this member off the network (tests), or not.
+    pub fn isolate(&self, on: bool) {
+        let _ = self.command(Command::Isolate(on));
+    }
+
     pub fn send_queue(&self) -> u64 {
         self.counters.send_queue.load(AtomicOrdering::Relaxed)
     }
 
-    /// Stops the group thread and waits for it. Idempotent.
+    pub fn transport_stats(&self) -> TransportStats {
+        self.net.stats()
+    }
+
+    /// Stops the group thread (and the transport) and waits for them.
+    /// Idempotent.
     pub fn stop(&self) {
         let _ = self.command(Command::Stop);
-        let handle = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(h) = handle {
-            let _ = h.join();
+        let threads: Vec<_> = self.threads.lock().unwrap_or_else(|e| e.into_inner()).drain(..).collect();
+        for t in threads {
+            let _ = t.join();
         }
+        self.net.stop();
     }
 }
 
 impl Drop for Group {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+fn start_transport(cfg: &GroupConfig) -> Result<(Arc<Transport>, std::sync::mpsc::Receiver<crate::transport::Inbound>), GroupError> {
+    let (inbox_tx, inbox) = channel();
+    let identity = Identity { id: cfg.me.id.raft_id(), uuid: cfg.me.id, listen: cfg.me.address.clone() };
+    let mut tc = TransportConfig::new(&cfg.listen, &cfg.cluster_name, identity);
+    tc.allow = cfg.allow.clone();
+    tc.isolation = cfg.isolation;
+    let net = Transport::start(tc, inbox_tx).map_err(|e| GroupError::Io(format!("cannot listen on {}: {}", cfg.listen, e)))?;
+    Ok((Arc::new(net), inbox))
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, GroupError> {
+    std::thread::Builder::new().name(name.into()).spawn(f).map_err(|e| GroupError::Io(format!("cannot start {}: {}", name, e)))
+}
+
+/// Moves network events into the driver's command queue (one queue, so the
+/// driver waits on a single channel). Ends when the driver has stopped.
+fn forward_inbound(inbox: std::sync::mpsc::Receiver<crate::transport::Inbound>, tx: Sender<Command>, counters: Arc<Counters>) {
+    loop {
+        match inbox.recv_timeout(Duration::from_millis(100)) {
+            Ok(i) => {
+                if tx.send(Command::Net(i)).is_err() {
+                    return;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) if counters.stopped.load(AtomicOrdering::SeqCst) => return,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
     }
 }
 

@@ -1,12 +1,16 @@
 //! The group's deterministic state: applied to the committed log in order on
-//! every member, it assigns global seqnos and tracks membership and member
-//! states (Galera's GCS group). No clocks, threads or I/O here: the
-//! simulator drives it directly.
+//! every member, it assigns global seqnos and tracks membership, member
+//! states and state-transfer donors (Galera's GCS group). No clocks,
+//! threads or I/O here: the simulator drives it directly.
+
+use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::entry::{Entry, MemberInfo, Transition};
+use super::entry::{Entry, MemberInfo, Membership, Transition};
 use crate::gtid::{Seqno, Uuid};
+
+mod snapshot;
 
 /// A member's state as the group records it (Galera's member status).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -21,12 +25,16 @@ pub enum MemberState {
     Synced,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Member {
     pub info: MemberInfo,
     pub state: MemberState,
     /// Desyncs stack (a donor can also be desynced by the user).
     pub desync_count: u32,
+    /// Votes in Raft. A joiner enters as a learner and votes once it holds
+    /// the state, so that a joining node never costs the cluster its
+    /// quorum.
+    pub voter: bool,
 }
 
 /// A configuration as the server sees it in `view_cb`.
@@ -44,27 +52,49 @@ pub struct View {
     pub my_idx: i32,
 }
 
+/// Why no donor could be chosen (Galera's errno values, which the server
+/// logs).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum DonorError {
+    /// No member can donate now (all busy or joining): retry later.
+    Again,
+    /// A donor was named, is not there, and no fallback was allowed.
+    Unreachable,
+}
+
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum GroupEvent {
     Ordered { seqno: Seqno, origin: Uuid, token: u64, payload: Bytes },
     View(View),
     MemberState { member: Uuid, state: MemberState, desync_count: u32 },
+    /// A joiner's state request, with the donor the group chose; `seqno` is
+    /// the group position when it was ordered (the donor's state is at
+    /// least this).
+    StateTransfer { joiner: Uuid, donor: Result<Uuid, DonorError>, request: Bytes, ist: (Uuid, Seqno), seqno: Seqno },
+    /// The origin's unordered proposals up to `token` are dead.
+    Fenced { origin: Uuid, token: u64 },
     /// A local proposal will never be ordered (no leader would take it).
     ProposalFailed { token: u64 },
+    /// The Raft state was replaced by a snapshot: `node` carries the node
+    /// layer's part (its certification index), `view` the configuration
+    /// the snapshot holds (no seqno of its own: it is the current one).
+    Restored { node: Bytes, view: View },
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GroupState {
     me: Uuid,
     history: Uuid,
     seqno: Seqno,
     conf_id: i64,
     members: Vec<Member>,
+    /// Highest fenced token per origin.
+    fenced: BTreeMap<Uuid, u64>,
 }
 
 impl GroupState {
     pub fn new(me: Uuid) -> GroupState {
-        GroupState { me, history: Uuid::NIL, seqno: -1, conf_id: 0, members: Vec::new() }
+        GroupState { me, history: Uuid::NIL, seqno: -1, conf_id: 0, members: Vec::new(), fenced: BTreeMap::new() }
     }
 
     pub fn history(&self) -> Uuid {
@@ -84,22 +114,52 @@ impl GroupState {
         self.members.iter().find(|m| m.info.id == id)
     }
 
+    fn member_mut(&mut self, id: Uuid) -> Option<&mut Member> {
+        self.members.iter_mut().find(|m| m.info.id == id)
+    }
+
     pub fn is_primary(&self) -> bool {
         !self.history.is_nil()
     }
 
-    /// Applies one committed entry; what the node must learn goes to `out`.
+    /// Applies one committed normal entry.
     pub fn apply(&mut self, entry: Entry, out: &mut Vec<GroupEvent>) {
         match entry {
-            Entry::Ordered { origin, token, payload } => {
-                if !self.is_primary() {
-                    return; // nothing is ordered before a primary component exists
-                }
-                self.seqno += 1;
-                out.push(GroupEvent::Ordered { seqno: self.seqno, origin, token, payload });
-            }
-            Entry::Bootstrap { history, position, member } => self.bootstrap(history, position, member, out),
+            Entry::Ordered { origin, token, payload } => self.order(origin, token, payload, out),
             Entry::MemberState { member, transition, .. } => self.transition(member, transition, out),
+            Entry::StateRequest { joiner, donors, ist, request } => self.state_request(joiner, &donors, ist, request, out),
+            Entry::Fence { origin, token } => {
+                let t = self.fenced.entry(origin).or_default();
+                *t = (*t).max(token);
+                out.push(GroupEvent::Fenced { origin, token });
+            }
+        }
+    }
+
+    fn order(&mut self, origin: Uuid, token: u64, payload: Bytes, out: &mut Vec<GroupEvent>) {
+        // Nothing is ordered outside a primary component, nor for a node
+        // that is not a member (left or evicted), nor a fenced proposal.
+        if !self.is_primary() || self.member(origin).is_none() {
+            return;
+        }
+        if token != 0 && self.fenced.get(&origin).is_some_and(|&f| token <= f) {
+            return;
+        }
+        self.seqno += 1;
+        out.push(GroupEvent::Ordered { seqno: self.seqno, origin, token, payload });
+    }
+
+    /// Applies the context of a committed conf-change entry.
+    pub fn apply_membership(&mut self, m: Membership, out: &mut Vec<GroupEvent>) {
+        match m {
+            Membership::Bootstrap { history, position, member } => self.bootstrap(history, position, member, out),
+            Membership::Add { member } => self.add(member, out),
+            Membership::Promote { member } => {
+                if let Some(m) = self.member_mut(member) {
+                    m.voter = true;
+                }
+            }
+            Membership::Remove { member } => self.remove(member, out),
         }
     }
 
@@ -109,10 +169,40 @@ impl GroupState {
         }
         self.history = history;
         self.seqno = position.max(0);
-        self.members = vec![Member { info: member, state: MemberState::Synced, desync_count: 0 }];
+        self.members = vec![Member { info: member, state: MemberState::Synced, desync_count: 0, voter: true }];
         self.primary_view(out);
         let m = &self.members[0];
         out.push(GroupEvent::MemberState { member: m.info.id, state: m.state, desync_count: 0 });
+    }
+
+    fn add(&mut self, member: MemberInfo, out: &mut Vec<GroupEvent>) {
+        if !self.is_primary() || self.member(member.id).is_some() {
+            return; // a retried join
+        }
+        let id = member.id;
+        self.members.push(Member { info: member, state: MemberState::Joiner, desync_count: 0, voter: false });
+        self.primary_view(out);
+        out.push(GroupEvent::MemberState { member: id, state: MemberState::Joiner, desync_count: 0 });
+    }
+
+    fn remove(&mut self, id: Uuid, out: &mut Vec<GroupEvent>) {
+        let Some(i) = self.members.iter().position(|m| m.info.id == id) else { return };
+        let gone = self.members.remove(i);
+        if id == self.me {
+            // This node is out: from its own point of view it is alone and
+            // not primary (Galera's view of a leaving node).
+            let view = View {
+                history: self.history,
+                seqno: self.seqno,
+                conf_id: -1,
+                primary: false,
+                members: vec![gone.info],
+                my_idx: 0,
+            };
+            out.push(GroupEvent::View(view));
+            return;
+        }
+        self.primary_view(out);
     }
 
     /// A primary configuration change: consumes a seqno.
@@ -129,12 +219,15 @@ impl GroupState {
     }
 
     fn transition(&mut self, id: Uuid, t: Transition, out: &mut Vec<GroupEvent>) {
-        let Some(m) = self.members.iter_mut().find(|m| m.info.id == id) else {
+        let Some(m) = self.member_mut(id) else {
             return; // a member that already left
         };
         let before = (m.state, m.desync_count);
         match t {
             Transition::Desync => {
+                if m.state == MemberState::Joiner {
+                    return; // nothing to desync from
+                }
                 m.desync_count += 1;
                 m.state = MemberState::Donor;
             }
@@ -154,73 +247,44 @@ impl GroupState {
             out.push(GroupEvent::MemberState { member: id, state: m.state, desync_count: m.desync_count });
         }
     }
+
+    fn state_request(&mut self, joiner: Uuid, donors: &str, ist: (Uuid, Seqno), request: Bytes, out: &mut Vec<GroupEvent>) {
+        if self.member(joiner).is_none_or(|m| m.state != MemberState::Joiner) {
+            return; // left, or already served by an earlier request
+        }
+        let donor = self.select_donor(joiner, donors);
+        if let Ok(d) = donor {
+            let m = self.member_mut(d).expect("selected donors are members");
+            m.desync_count += 1;
+            m.state = MemberState::Donor;
+            let (state, count) = (m.state, m.desync_count);
+            out.push(GroupEvent::MemberState { member: d, state, desync_count: count });
+        }
+        out.push(GroupEvent::StateTransfer { joiner, donor, request, ist, seqno: self.seqno });
+    }
+
+    /// Galera's rule: the first synced member named in `wsrep_sst_donor`
+    /// (comma-separated); a trailing comma, or no list, allows any synced
+    /// member after that.
+    fn select_donor(&self, joiner: Uuid, spec: &str) -> Result<Uuid, DonorError> {
+        let can_donate = |m: &&Member| m.info.id != joiner && m.state == MemberState::Synced;
+        let names: Vec<&str> = spec.split(',').map(str::trim).collect();
+        let mut named_present = false;
+        for name in names.iter().filter(|n| !n.is_empty()) {
+            if let Some(m) = self.members.iter().find(|m| m.info.name == *name) {
+                named_present = true;
+                if can_donate(&m) {
+                    return Ok(m.info.id);
+                }
+            }
+        }
+        let any_allowed = spec.trim().is_empty() || names.last().is_some_and(|n| n.is_empty());
+        if !any_allowed {
+            return Err(if named_present { DonorError::Again } else { DonorError::Unreachable });
+        }
+        self.members.iter().find(can_donate).map(|m| m.info.id).ok_or(DonorError::Again)
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn member(id: Uuid) -> MemberInfo {
-        MemberInfo { id, name: "n".into(), incoming: "i".into(), address: "a".into() }
-    }
-
-    fn apply(g: &mut GroupState, e: Entry) -> Vec<GroupEvent> {
-        let mut out = Vec::new();
-        g.apply(e, &mut out);
-        out
-    }
-
-    #[test]
-    fn bootstrap_view_consumes_the_seqno_after_the_position() {
-        let me = Uuid::random();
-        let h = Uuid::random();
-        let mut g = GroupState::new(me);
-        let out = apply(&mut g, Entry::Bootstrap { history: h, position: 234, member: member(me) });
-        match &out[0] {
-            GroupEvent::View(v) => {
-                assert_eq!((v.history, v.seqno, v.conf_id, v.primary, v.my_idx), (h, 235, 1, true, 0));
-            }
-            e => panic!("{:?}", e),
-        }
-        let out = apply(&mut g, Entry::Ordered { origin: me, token: 1, payload: Bytes::new() });
-        assert!(matches!(out[0], GroupEvent::Ordered { seqno: 236, token: 1, .. }));
-    }
-
-    #[test]
-    fn a_fresh_history_starts_its_first_view_at_one() {
-        let me = Uuid::random();
-        let mut g = GroupState::new(me);
-        apply(&mut g, Entry::Bootstrap { history: Uuid::random(), position: -1, member: member(me) });
-        assert_eq!(g.seqno(), 1);
-    }
-
-    #[test]
-    fn nothing_is_ordered_before_bootstrap_and_bootstrap_happens_once() {
-        let me = Uuid::random();
-        let mut g = GroupState::new(me);
-        assert!(apply(&mut g, Entry::Ordered { origin: me, token: 1, payload: Bytes::new() }).is_empty());
-        apply(&mut g, Entry::Bootstrap { history: Uuid::random(), position: 0, member: member(me) });
-        assert!(apply(&mut g, Entry::Bootstrap { history: Uuid::random(), position: 9, member: member(me) }).is_empty());
-        assert_eq!(g.seqno(), 1);
-    }
-
-    #[test]
-    fn desyncs_stack_and_join_sync_return_to_synced() {
-        let me = Uuid::random();
-        let mut g = GroupState::new(me);
-        apply(&mut g, Entry::Bootstrap { history: Uuid::random(), position: 0, member: member(me) });
-        let t = |g: &mut GroupState, t| apply(g, Entry::MemberState { member: me, transition: t, seqno: 0 });
-        t(&mut g, Transition::Desync);
-        t(&mut g, Transition::Desync);
-        assert_eq!(g.member(me).unwrap().state, MemberState::Donor);
-        t(&mut g, Transition::Join);
-        assert_eq!(g.member(me).unwrap().state, MemberState::Donor);
-        t(&mut g, Transition::Join);
-        assert_eq!(g.member(me).unwrap().state, MemberState::Joined);
-        // Member-state actions never consume seqnos.
-        assert_eq!(g.seqno(), 1);
-        let out = t(&mut g, Transition::Sync);
-        assert_eq!(out, vec![GroupEvent::MemberState { member: me, state: MemberState::Synced, desync_count: 0 }]);
-        assert!(t(&mut g, Transition::Sync).is_empty());
-    }
-}
+mod tests;

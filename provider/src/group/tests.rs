@@ -1,3 +1,6 @@
+//! Groups of real members in one process, over the real transport on
+//! loopback.
+
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::{Duration, Instant};
 
@@ -11,54 +14,185 @@ impl Delivery for Forward {
             let _ = self.0.send(e);
         }
     }
+    fn snapshot(&mut self) -> Vec<u8> {
+        Vec::new()
+    }
 }
 
-fn lone_member(position: Seqno) -> (Group, Receiver<GroupEvent>, Uuid) {
-    let me = MemberInfo { id: Uuid::random(), name: "n1".into(), incoming: "127.0.0.1:3306".into(), address: "127.0.0.1:4567".into() };
-    let history = Uuid::random();
+struct Member {
+    group: Group,
+    rx: Receiver<GroupEvent>,
+}
+
+fn config(name: &str, mode: Mode) -> GroupConfig {
+    GroupConfig {
+        me: MemberInfo { id: Uuid::random(), name: name.into(), incoming: "127.0.0.1:3306".into(), address: String::new() },
+        mode,
+        listen: "127.0.0.1:0".into(),
+        cluster_name: "test".into(),
+        allow: std::sync::Arc::new(|_: &str| true),
+        isolation: None,
+        tick: Duration::from_millis(20),
+    }
+}
+
+fn start(name: &str, mode: Mode) -> Member {
     let (tx, rx) = channel();
-    let cfg = GroupConfig { me, bootstrap: Some((history, position)), tick: Duration::from_millis(10) };
-    (Group::start(cfg, Box::new(Forward(tx))).unwrap(), rx, history)
+    let group = Group::start(config(name, mode), Box::new(Forward(tx))).unwrap();
+    Member { group, rx }
 }
 
-fn next(rx: &Receiver<GroupEvent>) -> GroupEvent {
-    rx.recv_timeout(Duration::from_secs(5)).expect("group event")
+fn bootstrap(position: Seqno) -> (Member, Uuid) {
+    let history = Uuid::random();
+    (start("node1", Mode::Bootstrap { history, position }), history)
+}
+
+impl Member {
+    fn next(&self) -> GroupEvent {
+        self.rx.recv_timeout(Duration::from_secs(10)).expect("a group event within 10 s")
+    }
+
+    /// Events until `f` matches one (which is returned).
+    fn until(&self, what: &str, f: impl Fn(&GroupEvent) -> bool) -> GroupEvent {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(e) = self.rx.recv_timeout(Duration::from_millis(100)) {
+                if f(&e) {
+                    return e;
+                }
+            }
+        }
+        panic!("{} never came", what)
+    }
+
+    fn addr(&self) -> String {
+        self.group.me().address.clone()
+    }
+}
+
+fn view_with(n: usize) -> impl Fn(&GroupEvent) -> bool {
+    move |e| matches!(e, GroupEvent::View(v) if v.primary && v.members.len() == n)
 }
 
 #[test]
 fn a_lone_member_bootstraps_and_orders_proposals() {
-    let (g, rx, history) = lone_member(10);
-    match next(&rx) {
+    let (m, history) = bootstrap(10);
+    match m.next() {
         GroupEvent::View(v) => assert_eq!((v.history, v.seqno, v.primary, v.members.len(), v.my_idx), (history, 11, true, 1, 0)),
         e => panic!("{:?}", e),
     }
-    assert!(matches!(next(&rx), GroupEvent::MemberState { state: MemberState::Synced, .. }));
+    assert!(matches!(m.next(), GroupEvent::MemberState { state: MemberState::Synced, .. }));
     for token in 1..=3u64 {
-        g.propose(token, |b| b.extend_from_slice(b"payload"), 7).unwrap();
+        m.group.propose(token, |b| b.extend_from_slice(b"payload"), 7).unwrap();
     }
     for (token, seqno) in [(1, 12), (2, 13), (3, 14)] {
-        match next(&rx) {
+        match m.next() {
             GroupEvent::Ordered { seqno: s, token: t, payload, origin } => {
-                assert_eq!((s, t, &payload[..], origin), (seqno, token, &b"payload"[..], g.me()));
+                assert_eq!((s, t, &payload[..], origin), (seqno, token, &b"payload"[..], m.group.me().id));
             }
             e => panic!("{:?}", e),
         }
     }
-    assert_eq!(g.send_queue(), 0);
-    assert_eq!(g.read_index(Instant::now() + Duration::from_secs(5)), Some(14));
-    g.stop();
-    assert_eq!(g.propose(9, |_| {}, 0), Err(GroupError::Closed));
+    assert_eq!(m.group.send_queue(), 0);
+    assert_eq!(m.group.read_index(Instant::now() + Duration::from_secs(5)), Some(14));
+    m.group.stop();
+    assert_eq!(m.group.propose(9, |_| {}, 0), Err(GroupError::Closed));
 }
 
 #[test]
 fn member_state_transitions_are_ordered() {
-    let (g, rx, _) = lone_member(0);
-    next(&rx);
-    next(&rx);
-    g.member_state(Transition::Desync, 0).unwrap();
-    assert!(matches!(next(&rx), GroupEvent::MemberState { state: MemberState::Donor, desync_count: 1, .. }));
-    g.member_state(Transition::Join, 0).unwrap();
-    assert!(matches!(next(&rx), GroupEvent::MemberState { state: MemberState::Joined, .. }));
-    g.member_state(Transition::Sync, 0).unwrap();
-    assert!(matches!(next(&rx), GroupEvent::MemberState { state: MemberState::Synced, .. }));
+    let (m, _) = bootstrap(0);
+    m.next();
+    m.next();
+    m.group.member_state(Transition::Desync, 0).unwrap();
+    assert!(matches!(m.next(), GroupEvent::MemberState { state: MemberState::Donor, desync_count: 1, .. }));
+    m.group.member_state(Transition::Join, 0).unwrap();
+    assert!(matches!(m.next(), GroupEvent::MemberState { state: MemberState::Joined, .. }));
+    m.group.member_state(Transition::Sync, 0).unwrap();
+    assert!(matches!(m.next(), GroupEvent::MemberState { state: MemberState::Synced, .. }));
+}
+
+/// Collects the ordered (seqno, origin, token) a member saw.
+fn ordered_of(m: &Member, want: usize) -> Vec<(Seqno, Uuid, u64)> {
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.len() < want && Instant::now() < deadline {
+        if let Ok(GroupEvent::Ordered { seqno, origin, token, .. }) = m.rx.recv_timeout(Duration::from_millis(100)) {
+            got.push((seqno, origin, token));
+        }
+    }
+    got
+}
+
+#[test]
+fn three_members_see_the_same_order_and_views() {
+    let (a, _) = bootstrap(0);
+    a.until("bootstrap view", view_with(1));
+    let b = start("node2", Mode::Join { peers: vec![a.addr()] });
+    a.until("view of 2 on a", view_with(2));
+    b.until("b sees itself", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
+    let c = start("node3", Mode::Join { peers: vec![b.addr()] });
+    let va = a.until("view of 3 on a", view_with(3));
+    let vb = b.until("view of 3 on b", view_with(3));
+    assert_eq!(va, GroupEvent::View(match &vb { GroupEvent::View(v) => View { my_idx: 0, ..v.clone() }, _ => unreachable!() }));
+    c.until("c sees itself", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 2 && v.members.len() == 3) || matches!(e, GroupEvent::Restored { view, .. } if view.members.len() == 3));
+
+    // Proposals from every member, interleaved: one order everywhere.
+    for i in 1..=10u64 {
+        for m in [&a, &b, &c] {
+            m.group.propose(i, |buf| buf.extend_from_slice(&i.to_le_bytes()), 8).unwrap();
+        }
+    }
+    let (oa, ob, oc) = (ordered_of(&a, 30), ordered_of(&b, 30), ordered_of(&c, 30));
+    assert_eq!(oa.len(), 30);
+    assert_eq!(oa, ob);
+    assert_eq!(oa, oc);
+    let seqnos: Vec<Seqno> = oa.iter().map(|o| o.0).collect();
+    assert!(seqnos.windows(2).all(|w| w[1] == w[0] + 1), "gap-free: {:?}", seqnos);
+
+    // A graceful leave: the others see a view without it.
+    c.group.leave();
+    a.until("view of 2 after the leave", view_with(2));
+    b.until("view of 2 after the leave on b", view_with(2));
+    for m in [&a, &b, &c] {
+        m.group.stop();
+    }
+}
+
+#[test]
+fn a_joiner_is_refused_by_another_cluster() {
+    let (a, _) = bootstrap(0);
+    a.until("bootstrap view", view_with(1));
+    let mut cfg = config("stranger", Mode::Join { peers: vec![a.addr()] });
+    cfg.cluster_name = "other".into();
+    let (tx, rx) = channel();
+    let stranger = Group::start(cfg, Box::new(Forward(tx))).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(rx.try_recv().is_err(), "a stranger receives nothing");
+    let views = a.rx.try_iter().filter(|e| matches!(e, GroupEvent::View(_))).count();
+    assert_eq!(views, 0, "the cluster sees no view change");
+    stranger.stop();
+    a.group.stop();
+}
+
+#[test]
+fn causal_reads_from_every_member_are_answered() {
+    let (a, _) = bootstrap(0);
+    a.until("bootstrap view", view_with(1));
+    let b = start("node2", Mode::Join { peers: vec![a.addr()] });
+    a.until("view of 2", view_with(2));
+    b.until("b is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1));
+    // Both members' first reads carry the same local counter: the leader
+    // must still answer both.
+    let deadline = || Instant::now() + Duration::from_secs(5);
+    for _ in 0..3 {
+        let (ra, rb) = std::thread::scope(|s| {
+            let ra = s.spawn(|| a.group.read_index(deadline()));
+            let rb = s.spawn(|| b.group.read_index(deadline()));
+            (ra.join().unwrap(), rb.join().unwrap())
+        });
+        assert!(ra.is_some() && rb.is_some(), "a {:?} b {:?}", ra, rb);
+    }
+    b.group.stop();
+    a.group.stop();
 }

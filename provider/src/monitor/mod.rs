@@ -174,6 +174,11 @@ impl Monitor {
         self.lock().ord.last_left()
     }
 
+    /// Whether `seqno` has left (or was cancelled).
+    pub fn is_done(&self, seqno: Seqno) -> bool {
+        self.lock().ord.is_done(seqno)
+    }
+
     /// Whether `seqno` is inside (entered, not left).
     pub fn is_entered(&self, seqno: Seqno) -> bool {
         self.lock().ord.is_entered(seqno)

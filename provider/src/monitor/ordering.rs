@@ -85,6 +85,10 @@ impl Ordering {
         self.inside.contains(&seqno)
     }
 
+    pub fn is_done(&self, seqno: Seqno) -> bool {
+        seqno <= self.last_left || self.done_early.contains(&seqno)
+    }
+
     pub fn may_enter(&self, seqno: Seqno, rule: Rule) -> bool {
         self.last_left >= self.threshold(seqno, rule)
     }

@@ -21,6 +21,10 @@ pub(super) enum Item {
     Connected(View),
     View(View),
     Apply { seqno: Seqno, ws: WriteSet, verdict: Verdict },
+    /// A joiner's first view: ask for the state and wait for it.
+    Joining(View),
+    /// This node was chosen as donor for a request ordered at `seqno`.
+    Donate { request: bytes::Bytes, seqno: Seqno },
     Synced,
     /// The final view: the applier that takes it ends the connection.
     Final,
@@ -32,6 +36,8 @@ enum Flow {
     Exit,
     /// The final view was delivered.
     Closed,
+    /// The node cannot go on (a failed state transfer).
+    Failed,
 }
 
 /// How long the final view waits for earlier seqnos to finish before it is
@@ -46,9 +52,12 @@ impl Shared {
         self.receivers.fetch_add(1, Ordering::SeqCst);
         let status = loop {
             let Some((order, item)) = self.queue.pop() else { break Status::ConnFail };
-            match self.process(ctx, order, item) {
+            let flow = self.process(ctx, order, item);
+            self.maybe_sync();
+            match flow {
                 Flow::Continue => {}
                 Flow::Closed => break Status::Ok,
+                Flow::Failed => break Status::NodeFail,
                 Flow::Exit if self.receivers.load(Ordering::SeqCst) > 1 => break Status::Ok,
                 Flow::Exit => log::warning!("Refusing exit for the last slave thread."),
             }
@@ -67,6 +76,9 @@ impl Shared {
         }
         if let Item::Apply { seqno, ws, verdict } = item {
             self.local.leave(order);
+            if seqno <= self.skip_upto.load(Ordering::SeqCst) {
+                return Flow::Continue; // contained in the transferred state
+            }
             return self.apply_remote(ctx, seqno, &ws, verdict);
         }
         let flow = self.deliver_control(ctx, item);
@@ -82,8 +94,20 @@ impl Shared {
                 }
                 Flow::Continue
             }
+            Item::View(v) if v.primary && v.seqno <= self.skip_upto.load(Ordering::SeqCst) => Flow::Continue,
             Item::View(v) => {
                 self.deliver_view(ctx, &v);
+                Flow::Continue
+            }
+            Item::Joining(v) => {
+                if self.join_by_state_transfer(&v) {
+                    Flow::Continue
+                } else {
+                    Flow::Failed
+                }
+            }
+            Item::Donate { request, seqno } => {
+                self.donate(ctx, &request, seqno);
                 Flow::Continue
             }
             Item::Apply { .. } => unreachable!("writesets are applied by process()"),

@@ -1,17 +1,18 @@
-//! connect and disconnect: joining the group and leaving it (contract §2).
+//! connect and disconnect: entering the group (bootstrapping a component
+//! or joining one) and leaving it (contract §2).
 
 use std::sync::Arc;
-
-use lockstep_config::ClusterAddress;
 use std::time::{Duration, Instant};
 
+use lockstep_config::ClusterAddress;
+
+use super::applier::Item;
 use super::delivery::NodeDelivery;
 use super::saved_state::Position;
 use super::state::NodeState;
 use super::types::Status;
 use super::Shared;
-use super::applier::Item;
-use crate::group::{Group, GroupConfig};
+use crate::group::{Group, GroupConfig, Mode};
 use crate::gtid::{Seqno, Uuid, SEQNO_UNDEFINED};
 use crate::log;
 
@@ -29,23 +30,19 @@ impl Shared {
             return Status::ConnFail;
         }
         let bootstrap = bootstrap || address.is_bootstrap();
-        if !bootstrap {
-            let peers: Vec<String> = address.peers.iter().map(|p| format!("{}:{}", p.host, p.port)).collect();
-            log::error!(
-                "cannot join cluster '{}' at {}: this lockstep build only runs one-node clusters (start it with gcomm://)",
-                cluster_name,
-                peers.join(",")
-            );
-            return Status::ConnFail;
-        }
-        if !self.saved.lock().unwrap_or_else(|e| e.into_inner()).get().safe_to_bootstrap {
+        if bootstrap && !self.saved.lock().unwrap_or_else(|e| e.into_inner()).get().safe_to_bootstrap {
             log::error!(
                 "It may not be safe to bootstrap the cluster from this node. It was not the last one to leave the cluster and may not contain all the updates. To force cluster bootstrap with this node, edit the grastate.dat file manually and set safe_to_bootstrap to 1 ."
             );
             return Status::NodeFail;
         }
-        let _ = donor; // donors matter when joining
-        self.start_group(self.bootstrap_position())
+        let mode = if bootstrap {
+            let (history, position) = self.bootstrap_position();
+            Mode::Bootstrap { history, position }
+        } else {
+            Mode::Join { peers: address.peers.iter().map(|p| format!("{}:{}", p.host, p.port)).collect() }
+        };
+        self.start_group(cluster_name, mode, bootstrap, donor)
     }
 
     /// A new primary component continues this node's history when its
@@ -59,7 +56,7 @@ impl Shared {
         }
     }
 
-    fn start_group(self: &Arc<Self>, bootstrap: (Uuid, Seqno)) -> Status {
+    fn start_group(self: &Arc<Self>, cluster_name: &str, mode: Mode, bootstrap: bool, donor: &str) -> Status {
         self.queue.open();
         self.local.reopen();
         self.local.reset(0);
@@ -72,33 +69,51 @@ impl Shared {
             st.closed = false;
             st.view = None;
             st.member = None;
+            st.bootstrapping = bootstrap;
+            st.donors = donor.to_string();
+            st.sst = super::sst::Sst::None;
         }
-        let cfg = GroupConfig { me: self.me.clone(), bootstrap: Some(bootstrap), tick: TICK };
+        let settings = self.settings();
+        let what = match &mode {
+            Mode::Bootstrap { history, position } => format!("bootstrapping {}:{}", history, position),
+            Mode::Join { peers } => format!("joining the cluster at {}", peers.join(",")),
+        };
+        let cfg = GroupConfig {
+            me: self.me.clone(),
+            mode,
+            listen: settings.group_listen.clone(),
+            cluster_name: cluster_name.to_string(),
+            allow: self.allow.clone(),
+            isolation: self.isolation,
+            tick: TICK,
+        };
         match Group::start(cfg, Box::new(NodeDelivery(self.clone()))) {
             Ok(g) => {
+                log::info!("connected as {} ({}) on {}, {}", self.me.id, self.me.name, g.me().address, what);
                 *self.group.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(g));
-                log::info!("connected as {} ({}), bootstrapping {}:{}", self.me.id, self.me.name, bootstrap.0, bootstrap.1);
                 Status::Ok
             }
             Err(e) => {
                 log::error!("cannot start group communication: {}", e);
                 self.status().state = NodeState::Closed;
+                self.queue.close();
                 Status::ConnFail
             }
         }
     }
 
-    /// Leaves the group: nothing more is ordered, appliers finish what was,
-    /// the final view goes to the server, and the position is saved.
+    /// Leaves the group: the others see a view without this node, appliers
+    /// finish what was ordered, the final view goes to the server, and the
+    /// position is saved.
     pub fn disconnect(&self) -> Status {
-        let Some(group) = self.group.write().unwrap_or_else(|e| e.into_inner()).take() else {
-            return Status::Ok;
-        };
+        let Some(group) = self.group() else { return Status::Ok };
+        group.leave();
+        *self.group.write().unwrap_or_else(|e| e.into_inner()) = None;
         group.stop();
         self.fail_pending();
         self.deliver_final_view();
         let last = self.last_committed();
-        let members = self.status().view.as_ref().map_or(1, |v| v.members.len());
+        let members = self.status().last_primary_members;
         self.saved.lock().unwrap_or_else(|e| e.into_inner()).set(Position {
             uuid: last.uuid,
             seqno: last.seqno,
@@ -129,7 +144,9 @@ impl Shared {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 log::warning!("no applier delivered the final view within {:?}; closing anyway", CLOSE_WAIT);
+                st.closed = true;
                 drop(st);
+                self.status_cv.notify_all();
                 self.queue.close();
                 return;
             }

@@ -66,6 +66,10 @@ impl Delivery for NodeDelivery {
             self.0.on_event(ev);
         }
     }
+
+    fn snapshot(&mut self) -> Vec<u8> {
+        self.0.cert.lock().unwrap_or_else(|e| e.into_inner()).encode()
+    }
 }
 
 impl Shared {
@@ -80,7 +84,36 @@ impl Shared {
             GroupEvent::ProposalFailed { token } => {
                 self.complete(token, Outcome::Failed);
             }
+            GroupEvent::StateTransfer { joiner, donor, request, seqno, .. } => self.on_state_transfer(joiner, donor, request, seqno),
+            GroupEvent::Fenced { origin, token } if origin == self.me.id => self.fail_fenced(token),
+            GroupEvent::Fenced { .. } => {}
+            GroupEvent::Restored { node, view } => self.on_restored(&node, view),
         }
+    }
+
+    /// Proposals up to `token` were fenced: they will never be ordered.
+    fn fail_fenced(&self, token: u64) {
+        let dead: Vec<_> = {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let tokens: Vec<u64> = p.keys().copied().filter(|t| *t <= token).collect();
+            tokens.into_iter().filter_map(|t| p.remove(&t)).collect()
+        };
+        for p in dead {
+            p.complete(Outcome::Failed);
+        }
+    }
+
+    /// The group state came from a leader's snapshot: take its
+    /// certification index (so this node certifies like everyone else) and
+    /// its current view.
+    fn on_restored(&self, node: &[u8], view: View) {
+        if let Err(e) = self.cert.lock().unwrap_or_else(|e| e.into_inner()).restore(node) {
+            log::error!("the group's snapshot has an unusable certification index ({}): this node cannot certify consistently", e);
+            return;
+        }
+        self.last_ordered.store(view.seqno, Ordering::SeqCst);
+        self.status().history = view.history;
+        self.take_view(view);
     }
 
     fn on_ordered(&self, seqno: Seqno, origin: Uuid, token: u64, payload: Bytes) {
@@ -101,6 +134,7 @@ impl Shared {
         match WriteSet::decode(payload) {
             Ok(ws) => {
                 let v = cert.certify(&ws, seqno);
+                log::debug!("certified {} from {} trx {} last_seen {} keys {}: {:?}", seqno, ws.source, ws.trx_id as i64, ws.last_seen, ws.keys.len(), v);
                 (ws, v)
             }
             Err(e) => {
@@ -140,6 +174,15 @@ impl Shared {
             self.adopt_history(&v);
             self.cert.lock().unwrap_or_else(|e| e.into_inner()).skip(v.seqno);
             self.last_ordered.store(v.seqno, Ordering::SeqCst);
+        }
+        self.take_view(v);
+    }
+
+    /// Records a view and queues what the server must hear of it. Views
+    /// before this node is a member (a joiner replaying the log) only move
+    /// the position.
+    fn take_view(&self, v: View) {
+        if v.primary && v.my_idx >= 0 {
             // Running: the position lives in InnoDB until a clean close.
             self.saved.lock().unwrap_or_else(|e| e.into_inner()).set(Position {
                 uuid: v.history,
@@ -147,21 +190,32 @@ impl Shared {
                 safe_to_bootstrap: v.members.len() == 1,
             });
         }
-        let first = {
+        let (first, joining) = {
             let mut st = self.status();
+            if v.my_idx < 0 && !st.connected_sent {
+                return;
+            }
             let first = !st.connected_sent;
             st.connected_sent = true;
             st.history = v.history;
             st.view = Some(v.clone());
-            if !v.primary {
+            if v.primary {
+                st.last_primary_members = v.members.len();
+            } else {
                 st.state = NodeState::Connected;
                 st.member = None;
             }
-            first
+            (first, !st.bootstrapping)
         };
         self.status_cv.notify_all();
         if first {
             self.queue.push(Item::Connected(v.clone()));
+            if joining {
+                // The view a joiner enters with is in the state it will
+                // receive: no view_cb for it (Galera alike).
+                self.queue.push(Item::Joining(v));
+                return;
+            }
         }
         self.queue.push(Item::View(v));
     }
@@ -196,13 +250,33 @@ impl Shared {
                 self.queue.push(Item::Synced);
             }
             MemberState::Joined => {
-                // The backlog check belongs to flow control; a lone member
-                // has no remote backlog and syncs at once.
-                if let Some(g) = self.group() {
-                    let _ = g.member_state(Transition::Sync, self.last_ordered.load(Ordering::SeqCst));
-                }
+                self.awaiting_sync.store(true, Ordering::SeqCst);
+                self.maybe_sync();
             }
             _ => {}
         }
+    }
+
+    /// A joined node tells the group it is synced once its backlog is down
+    /// to the flow-control lower limit (Galera's SYNC), once.
+    pub(super) fn maybe_sync(&self) {
+        if !self.awaiting_sync.load(Ordering::Relaxed) || self.queue.len() > self.fc_lower_limit() {
+            return;
+        }
+        if self.awaiting_sync.swap(false, Ordering::SeqCst) {
+            if let Some(g) = self.group() {
+                let _ = g.member_state(Transition::Sync, self.apply.last_left());
+            }
+        }
+    }
+
+    /// Galera's flow-control interval's lower end: fc_limit scaled by the
+    /// square root of the cluster size (unless single-primary), times
+    /// fc_factor.
+    pub(super) fn fc_lower_limit(&self) -> usize {
+        let s = self.settings();
+        let members = self.status().last_primary_members.max(1) as f64;
+        let upper = if s.fc_single_primary { s.fc_limit as f64 } else { s.fc_limit as f64 * members.sqrt() };
+        (upper * s.fc_factor + 0.5) as usize
     }
 }

@@ -82,8 +82,19 @@ impl Shared {
         };
         self.count_replicated(&ws);
         let outcome = self.replicate(&ws);
-        let mut t = trx.lock();
-        self.certified(&mut t, ws, outcome, meta)
+        let (status, enter) = self.certified(&mut trx.lock(), ws, outcome, meta);
+        log::debug!("certify trx {} -> {:?} at {}", trx.trx_id as i64, status, meta.gtid.seqno);
+        if let Some(seqno) = enter {
+            // Not under the trx lock: a pause may hold us here, and a
+            // brute-force abort must still reach the trx meanwhile.
+            self.gate.pass(seqno);
+            if self.apply.enter(seqno, Rule::Now).is_err() {
+                trx.lock().state = TrxState::CertFailed;
+                return Status::ConnFail;
+            }
+            trx.lock().apply = Slot::Inside;
+        }
+        status
     }
 
     fn may_replicate(&self, t: &TrxInner) -> Result<(), Status> {
@@ -126,11 +137,12 @@ impl Shared {
         pending.wait()
     }
 
-    /// Turns the ordering outcome into certify's answer.
-    fn certified(&self, t: &mut TrxInner, ws: WriteSet, outcome: Outcome, meta: &mut Meta) -> Status {
+    /// Turns the ordering outcome into certify's answer, and the seqno whose
+    /// apply slot the trx must take (certified).
+    fn certified(&self, t: &mut TrxInner, ws: WriteSet, outcome: Outcome, meta: &mut Meta) -> (Status, Option<Seqno>) {
         let Outcome::Ordered { seqno, verdict } = outcome else {
             t.state = TrxState::MustAbort;
-            return Status::ConnFail;
+            return (Status::ConnFail, None);
         };
         let committing = ws.has(flags::TRX_END);
         meta.gtid = Gtid::new(self.history(), seqno);
@@ -143,25 +155,19 @@ impl Shared {
                 self.counters.local_cert_failures.fetch_add(1, Ordering::Relaxed);
                 log::debug!("trx {} failed certification at {}: {:?}", t.ws.as_ref().map_or(0, |w| w.trx_id) as i64, seqno, reason);
                 t.state = TrxState::CertFailed;
-                Status::TrxFail
+                (Status::TrxFail, None)
             }
             Verdict::Pass { .. } if t.state == TrxState::MustAbort => {
                 // Aborted while replicating but ordered and certified: a
                 // committing writeset replays, a fragment fails.
                 t.state = if committing { TrxState::MustReplay } else { TrxState::CertFailed };
-                if committing { Status::BfAbort } else { Status::TrxFail }
+                (if committing { Status::BfAbort } else { Status::TrxFail }, None)
             }
             Verdict::Pass { depends_on } => {
-                self.gate.pass(seqno);
-                if self.apply.enter(seqno, Rule::Now).is_err() {
-                    t.state = TrxState::CertFailed;
-                    return Status::ConnFail;
-                }
-                t.apply = Slot::Inside;
                 t.depends_on = depends_on;
                 t.state = TrxState::Certified;
                 meta.depends_on = depends_on;
-                Status::Ok
+                (Status::Ok, Some(seqno))
             }
         }
     }
@@ -224,6 +230,7 @@ impl Shared {
                 Status::Ok
             }
             Err(Interrupted::Aborted) => {
+                log::debug!("commit order of trx {} at {} interrupted: replay", trx.trx_id as i64, seqno);
                 t.state = TrxState::MustReplay;
                 Status::BfAbort
             }
@@ -306,7 +313,7 @@ impl Shared {
         if t.seqno < 0 {
             return;
         }
-        if t.apply == Slot::Free {
+        if t.apply == Slot::Free && !self.apply.is_done(t.seqno) {
             if self.apply.enter(t.seqno, Rule::Now).is_err() {
                 return;
             }
@@ -314,6 +321,9 @@ impl Shared {
         }
         match t.commit {
             Slot::Inside => self.commit.leave(t.seqno),
+            // Passed already through another handle (a replay applied
+            // with the applier's handle).
+            Slot::Free if self.commit.is_done(t.seqno) => {}
             Slot::Free => {
                 if self.commit.enter(t.seqno, Rule::InOrder).is_ok() {
                     self.commit.leave(t.seqno);
@@ -344,6 +354,7 @@ impl Shared {
             TrxState::Committing => !ordered_before && self.commit.interrupt(t.seqno),
             _ => false,
         };
+        log::debug!("abort trx {} (seqno {}, {:?}) for {}: {}", victim as i64, t.seqno, t.state, bf_seqno, if allowed { "aborted" } else { "not allowed" });
         if !allowed {
             return Status::NotAllowed;
         }
@@ -351,20 +362,13 @@ impl Shared {
         Status::Ok
     }
 
+    /// Applies a brute-force-aborted transaction's own writeset on its
+    /// client thread (contract §3.10). The server's replayer passes commit
+    /// order with the transaction's own handle, so the trx's monitor slots
+    /// are tracked here as on the normal path.
     pub fn replay(&self, h: &Handle, ctx: RecvCtx) -> Status {
         let Some(trx) = self.local_trx(h) else { return Status::TrxFail };
-        let (seqno, depends_on, ws, apply_slot) = {
-            let mut t = trx.lock();
-            let Some(ws) = t.ws.clone().filter(|_| t.state == TrxState::MustReplay) else {
-                log::warning!("replay of trx {} in state {:?}", trx.trx_id as i64, t.state);
-                return Status::TrxFail;
-            };
-            t.state = TrxState::Replaying;
-            (t.seqno, t.depends_on, ws, t.apply)
-        };
-        if apply_slot == Slot::Free && self.apply.enter(seqno, Rule::After(depends_on)).is_err() {
-            return Status::ConnFail;
-        }
+        let Some((seqno, depends_on, ws)) = self.start_replay(&trx) else { return Status::TrxFail };
         // Everything ordered before must have committed: the replay takes
         // the locks the brute-force applier had.
         self.commit.wait_left(seqno - 1, None);
@@ -377,11 +381,8 @@ impl Shared {
         let handle = Handle { trx_id: trx.trx_id, opaque: Opaque::Applier(seqno).encode() };
         let mut exit = false;
         let ok = self.app.apply(ctx, handle, ws.flags, ws.data(), &meta, &mut exit);
-        self.commit.finish(seqno);
-        self.apply.leave(seqno);
         let mut t = trx.lock();
-        t.apply = Slot::Done;
-        t.commit = Slot::Done;
+        self.finish_monitors(&mut t);
         t.state = TrxState::Replayed;
         if ok {
             Status::Ok
@@ -389,6 +390,28 @@ impl Shared {
             log::error!("replay of trx {} at seqno {} failed", trx.trx_id as i64, seqno);
             Status::NodeFail
         }
+    }
+
+    /// Moves a trx to Replaying holding its apply slot; None if it is not
+    /// waiting for a replay.
+    fn start_replay(&self, trx: &LocalTrx) -> Option<(Seqno, Seqno, WriteSet)> {
+        let mut t = trx.lock();
+        // MustAbort with a seqno: aborted after certify passed and before
+        // commit order; wsrep-lib then replays without asking for commit
+        // order first.
+        let ordered_abort = t.state == TrxState::MustAbort && t.seqno >= 0;
+        let Some(ws) = t.ws.clone().filter(|_| t.state == TrxState::MustReplay || ordered_abort) else {
+            log::warning!("replay of trx {} in state {:?}", trx.trx_id as i64, t.state);
+            return None;
+        };
+        t.state = TrxState::Replaying;
+        let (seqno, depends_on) = (t.seqno, t.depends_on);
+        if t.apply == Slot::Free {
+            drop(t);
+            self.apply.enter(seqno, Rule::After(depends_on)).ok()?;
+            trx.lock().apply = Slot::Inside;
+        }
+        Some((seqno, depends_on, ws))
     }
 
     /// Streaming rollback: orders a rollback fragment every node (this one

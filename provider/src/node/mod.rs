@@ -20,6 +20,7 @@ mod pause;
 pub mod recv_queue;
 pub mod saved_state;
 mod settings;
+mod sst;
 pub mod state;
 mod stats;
 mod toi;
@@ -56,6 +57,10 @@ pub struct InitArgs {
     /// The server's recovered position (`wsrep_start_position`), if any.
     pub state_id: Gtid,
     pub settings: Settings,
+    /// The server's allowlist, for peers that connect to the group port.
+    pub allow: crate::transport::Allow,
+    /// MariaDB's node-isolation flag (its fatal-signal handler sets it).
+    pub isolation: Option<&'static std::sync::atomic::AtomicU8>,
 }
 
 /// The node's view of itself, changed by the group thread and read by
@@ -75,6 +80,14 @@ struct NodeStatus {
     connected_sent: bool,
     /// The applier that delivered the final view has finished.
     closed: bool,
+    /// This connection bootstrapped its component (else it joins one and
+    /// needs a state transfer).
+    bootstrapping: bool,
+    /// `wsrep_sst_donor`, as given to connect.
+    donors: String,
+    sst: sst::Sst,
+    /// Members of the last primary view (safe_to_bootstrap at close).
+    last_primary_members: usize,
 }
 
 /// The replicator's state, shared by client threads, the group thread and
@@ -82,6 +95,8 @@ struct NodeStatus {
 /// named after their paths (local, toi, causal, pause, connection).
 pub struct Shared {
     app: Box<dyn Application>,
+    allow: crate::transport::Allow,
+    isolation: Option<&'static std::sync::atomic::AtomicU8>,
     me: MemberInfo,
     settings: RwLock<Settings>,
     saved: Mutex<SavedState>,
@@ -105,6 +120,11 @@ pub struct Shared {
     receivers: AtomicUsize,
     /// Highest seqno the group delivered (pause point, causal reads).
     last_ordered: AtomicI64,
+    /// Seqnos up to this one are in the state a transfer installed: the
+    /// appliers skip them.
+    skip_upto: AtomicI64,
+    /// Joined, waiting for the backlog to drain before syncing.
+    awaiting_sync: std::sync::atomic::AtomicBool,
 }
 
 /// The provider instance behind one `wsrep_t`.
@@ -132,11 +152,13 @@ impl Node {
             id: Uuid::random(),
             name: args.node_name,
             incoming: args.node_incoming,
-            address: args.node_address,
+            address: args.settings.group_address.clone(),
         };
         crate::log::info!("Node {} ({}) starts at {}:{}", me.id, me.name, position.uuid, position.seqno);
         let shared = Shared {
             app,
+            allow: args.allow,
+            isolation: args.isolation,
             me,
             settings: RwLock::new(args.settings),
             saved: Mutex::new(saved),
@@ -159,12 +181,18 @@ impl Node {
                 view: None,
                 connected_sent: false,
                 closed: true,
+                bootstrapping: false,
+                donors: String::new(),
+                sst: sst::Sst::None,
+                last_primary_members: 0,
             }),
             status_cv: Condvar::new(),
             gate: Gate::default(),
             counters: Counters::default(),
             receivers: AtomicUsize::new(0),
             last_ordered: AtomicI64::new(position.seqno),
+            skip_upto: AtomicI64::new(SEQNO_UNDEFINED),
+            awaiting_sync: Default::default(),
         };
         Node { shared: Arc::new(shared) }
     }

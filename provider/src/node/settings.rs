@@ -24,6 +24,12 @@ pub struct Settings {
     pub fc_single_primary: bool,
     /// `debug`.
     pub debug: bool,
+    /// Where the group transport listens (`gmcast.listen_addr`, without
+    /// its scheme).
+    pub group_listen: String,
+    /// What peers connect to (`base_host:base_port`); empty: the address
+    /// the transport binds.
+    pub group_address: String,
 }
 
 impl Default for Settings {
@@ -38,6 +44,8 @@ impl Default for Settings {
             fc_factor: 1.0,
             fc_single_primary: false,
             debug: false,
+            group_listen: "127.0.0.1:0".into(),
+            group_address: String::new(),
         }
     }
 }
@@ -56,6 +64,22 @@ impl Settings {
             fc_factor: cfg.get(keys::GCS_FC_FACTOR),
             fc_single_primary: cfg.get(keys::GCS_FC_SINGLE_PRIMARY) || cfg.get(keys::GCS_FC_MASTER_SLAVE),
             debug: cfg.get(keys::DEBUG),
+            group_listen: cfg.str(keys::GMCAST_LISTEN_ADDR).map(strip_scheme).unwrap_or_default(),
+            group_address: advertised(cfg),
         }
+    }
+}
+
+fn strip_scheme(addr: &str) -> String {
+    addr.split_once("://").map_or(addr, |(_, rest)| rest).to_string()
+}
+
+/// `base_host:base_port`, or empty when the node gave no address (the
+/// transport then advertises what it binds).
+fn advertised(cfg: &lockstep_config::Config) -> String {
+    use lockstep_config::keys;
+    match cfg.str(keys::BASE_HOST) {
+        Some(host) if !host.is_empty() => format!("{}:{}", host, cfg.get(keys::BASE_PORT)),
+        _ => String::new(),
     }
 }

@@ -22,6 +22,9 @@ enum Event {
 struct FakeServer {
     node: OnceLock<Arc<Node>>,
     events: Mutex<Vec<Event>>,
+    /// MariaDB's replayer passes commit order with the transaction's own
+    /// handle, not the one apply_cb got: set to do the same.
+    replay_handle: Mutex<Option<Handle>>,
 }
 
 impl FakeServer {
@@ -53,6 +56,7 @@ impl Application for App {
     }
     fn apply(&self, _ctx: RecvCtx, h: Handle, fl: u32, data: &[u8], meta: &Meta, _exit: &mut bool) -> bool {
         let node = self.0.node();
+        let h = self.0.replay_handle.lock().unwrap().take().unwrap_or(h);
         assert_eq!(node.commit_order_enter(&h), Status::Ok);
         self.0.push(Event::Apply { seqno: meta.gtid.seqno, flags: fl, data: data.to_vec() });
         assert_eq!(node.commit_order_leave(&h, &[]), Status::Ok);
@@ -93,6 +97,8 @@ fn start(dir: PathBuf, appliers: usize) -> Harness {
         data_dir: dir.clone(),
         state_id: Gtid::UNDEFINED,
         settings: Settings::default(),
+        allow: std::sync::Arc::new(|_: &str| true),
+        isolation: None,
     };
     let node = Arc::new(Node::new(args, Box::new(App(server.clone()))));
     server.node.set(node.clone()).ok().unwrap();
@@ -280,6 +286,55 @@ fn committed_trx_ordered_before_the_brute_force_seqno_is_not_aborted() {
     h.stop();
 }
 
+#[test]
+fn a_replay_committing_through_the_transactions_own_handle() {
+    for aborted_in_certify in [false, true] {
+        let h = start(temp_dir(), 1);
+        let n = &h.node;
+        let mut t = Handle { trx_id: 9, opaque: 0 };
+        n.append_key(&mut t, &[vec![b"d".to_vec()]], KeyKind::Exclusive);
+        n.append_data(&mut t, &[b"w"]);
+        let mut m = Meta::undefined();
+        if aborted_in_certify {
+            // Aborted while held at a pause after ordering: certify answers
+            // OK or BF_ABORT depending on the moment, and commit order
+            // answers BF_ABORT either way.
+            n.pause();
+            let victim = {
+                let n = h.node.clone();
+                let mut t = t;
+                std::thread::spawn(move || {
+                    let mut m = Meta::undefined();
+                    let s = n.certify(1, &mut t, COMMIT, &mut m);
+                    (s, t)
+                })
+            };
+            std::thread::sleep(Duration::from_millis(50));
+            let mut vs = 0;
+            assert_eq!(n.abort_certification(1, 9, &mut vs), Status::Ok);
+            n.resume();
+            let (s, back) = victim.join().unwrap();
+            t = back;
+            assert!(matches!(s, Status::Ok | Status::BfAbort), "{:?}", s);
+            if s == Status::Ok {
+                assert_eq!(n.commit_order_enter(&t), Status::BfAbort);
+            }
+        } else {
+            assert_eq!(n.certify(1, &mut t, COMMIT, &mut m), Status::Ok);
+            let mut vs = 0;
+            assert_eq!(n.abort_certification(m.gtid.seqno - 1, 9, &mut vs), Status::Ok);
+            // wsrep-lib replays at once when it sees the abort right after
+            // certify, without entering commit order first.
+        }
+        *h.server.replay_handle.lock().unwrap() = Some(t);
+        assert_eq!(n.replay(&t, RecvCtx(99)), Status::Ok);
+        assert_eq!(n.release(&mut t), Status::Ok);
+        assert_eq!(n.last_committed_id().seqno, 2);
+        assert_eq!(h.commit(10, "next", COMMIT), (Status::Ok, 3), "ordering goes on after the replay");
+        h.stop();
+    }
+}
+
 fn stat(n: &Node, name: &str) -> StatValue {
     n.stats().into_iter().find(|(k, _)| k.name() == name).unwrap().1
 }
@@ -367,6 +422,8 @@ fn unsafe_grastate_refuses_bootstrap() {
         data_dir: dir,
         state_id: Gtid::UNDEFINED,
         settings: Settings::default(),
+        allow: std::sync::Arc::new(|_: &str| true),
+        isolation: None,
     };
     let node = Node::new(args, Box::new(App(server)));
     assert_eq!(node.connect("t", &bootstrap_address(), "", true), Status::NodeFail);

@@ -1,0 +1,96 @@
+//! The certification state as a joiner receives it with the group's Raft
+//! snapshot: without it a joiner would certify differently from everyone
+//! else. Only the certified writesets travel; the index is rebuilt from
+//! them.
+//!
+//! ```text
+//! version u8 (1) | position i64 | floor i64 | last_pa_unsafe i64 | count u32
+//! | (seqno i64 | source 16 | toi u8 | key count u32 | (hash u64 | kind u8)*)*
+//! ```
+
+use super::{Certification, Certified, KeyKind};
+use crate::gtid::Uuid;
+
+const VERSION: u8 = 1;
+
+impl Certification {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![VERSION];
+        for v in [self.position, self.floor, self.last_pa_unsafe] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&(self.certified.len() as u32).to_le_bytes());
+        for (seqno, c) in &self.certified {
+            out.extend_from_slice(&seqno.to_le_bytes());
+            out.extend_from_slice(&c.source.0);
+            out.push(c.toi as u8);
+            out.extend_from_slice(&(c.keys.len() as u32).to_le_bytes());
+            for (hash, kind) in &c.keys {
+                out.extend_from_slice(&hash.to_le_bytes());
+                out.push(*kind as u8);
+            }
+        }
+        out
+    }
+
+    /// Replaces this state with a decoded one; on a malformed buffer
+    /// nothing changes and the error says why.
+    pub fn restore(&mut self, buf: &[u8]) -> Result<(), String> {
+        let mut r = Reader { buf, pos: 0 };
+        if r.take(1)?[0] != VERSION {
+            return Err("certification snapshot of another version".into());
+        }
+        let (position, floor, last_pa_unsafe) = (r.i64()?, r.i64()?, r.i64()?);
+        let count = r.u32()? as usize;
+        let mut certified = Vec::with_capacity(count.min(buf.len() / 29));
+        for _ in 0..count {
+            let seqno = r.i64()?;
+            let c = decode_certified(&mut r)?;
+            certified.push((seqno, c));
+        }
+        if r.pos != buf.len() {
+            return Err("trailing bytes in certification snapshot".into());
+        }
+        let (pa, max) = (self.optimistic_pa, self.max_length);
+        *self = Certification::new(position);
+        (self.optimistic_pa, self.max_length, self.floor, self.last_pa_unsafe) = (pa, max, floor, last_pa_unsafe);
+        for (seqno, c) in certified {
+            self.index_keys(seqno, c.source, c.toi, &c.keys);
+            self.certified.insert(seqno, c);
+        }
+        Ok(())
+    }
+}
+
+fn decode_certified(r: &mut Reader<'_>) -> Result<Certified, String> {
+    let source = Uuid(r.take(16)?.try_into().unwrap());
+    let toi = r.take(1)?[0] != 0;
+    let n = r.u32()? as usize;
+    let mut keys = Vec::with_capacity(n.min(r.buf.len() / 9));
+    for _ in 0..n {
+        let hash = u64::from_le_bytes(r.take(8)?.try_into().unwrap());
+        let kind = KeyKind::from_wire(r.take(1)?[0]).ok_or("bad key kind in certification snapshot")?;
+        keys.push((hash, kind));
+    }
+    Ok(Certified { source, toi, keys })
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or("truncated certification snapshot")?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn i64(&mut self) -> Result<i64, String> {
+        Ok(i64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+}

@@ -1,0 +1,116 @@
+//! The Raft log in memory, and the snapshots a lagging or new member
+//! receives instead of entries the log no longer holds.
+//!
+//! raft-rs asks the storage for a snapshot in the middle of its own step
+//! functions; the group state and certification index it must contain live
+//! in the driver. So a request only raises a flag and answers "temporarily
+//! unavailable"; the driver builds the snapshot at the applied index after
+//! the current turn and raft-rs retries.
+
+use std::cell::{Cell, RefCell};
+
+use raft::prelude::{ConfState, Entry, HardState, Snapshot};
+use raft::storage::MemStorage;
+use raft::{GetEntriesContext, RaftState, Storage, StorageError};
+
+pub struct GroupLog {
+    pub mem: MemStorage,
+    snapshot: RefCell<Option<Snapshot>>,
+    wanted: Cell<bool>,
+}
+
+impl GroupLog {
+    /// A log whose voters are `voters` (a bootstrapping member: itself) or
+    /// nobody (a joiner, which learns the configuration from the leader).
+    pub fn new(voters: Vec<u64>) -> GroupLog {
+        let mem = if voters.is_empty() { MemStorage::new() } else { MemStorage::new_with_conf_state(ConfState::from((voters, vec![]))) };
+        GroupLog { mem, snapshot: RefCell::new(None), wanted: Cell::new(false) }
+    }
+
+    /// Whether raft-rs asked for a snapshot since the last one was made.
+    pub fn snapshot_wanted(&self) -> bool {
+        self.wanted.get()
+    }
+
+    pub fn snapshot_index(&self) -> u64 {
+        self.snapshot.borrow().as_ref().map_or(0, |s| s.get_metadata().index)
+    }
+
+    /// Installs a snapshot built by the driver and drops the log before
+    /// `compact_to` (never past the snapshot: a follower resuming after
+    /// the snapshot needs the entries that follow it).
+    pub fn set_snapshot(&self, snap: Snapshot, compact_to: u64) {
+        let index = snap.get_metadata().index;
+        *self.snapshot.borrow_mut() = Some(snap);
+        self.wanted.set(false);
+        let first = self.mem.first_index().unwrap_or(1);
+        let to = compact_to.min(index);
+        if to > first {
+            // Cannot fail for an index at most the applied one.
+            let _ = self.mem.wl().compact(to);
+        }
+    }
+
+    pub fn append(&self, entries: &[Entry]) -> raft::Result<()> {
+        self.mem.wl().append(entries)
+    }
+
+    pub fn set_hardstate(&self, hs: HardState) {
+        self.mem.wl().set_hardstate(hs);
+    }
+
+    pub fn set_commit(&self, commit: u64) {
+        self.mem.wl().mut_hard_state().set_commit(commit);
+    }
+
+    pub fn set_conf_state(&self, cs: ConfState) {
+        self.mem.wl().set_conf_state(cs);
+    }
+
+    /// Replaces the log with a snapshot received from the leader.
+    pub fn apply_snapshot(&self, snap: Snapshot) -> raft::Result<()> {
+        self.mem.wl().apply_snapshot(snap.clone())?;
+        *self.snapshot.borrow_mut() = Some(snap);
+        Ok(())
+    }
+}
+
+impl Storage for GroupLog {
+    fn initial_state(&self) -> raft::Result<RaftState> {
+        self.mem.initial_state()
+    }
+
+    fn entries(&self, low: u64, high: u64, max_size: impl Into<Option<u64>>, ctx: GetEntriesContext) -> raft::Result<Vec<Entry>> {
+        self.mem.entries(low, high, max_size, ctx)
+    }
+
+    fn term(&self, idx: u64) -> raft::Result<u64> {
+        if let Some(s) = self.snapshot.borrow().as_ref() {
+            if s.get_metadata().index == idx {
+                return Ok(s.get_metadata().term);
+            }
+        }
+        self.mem.term(idx)
+    }
+
+    fn first_index(&self) -> raft::Result<u64> {
+        self.mem.first_index()
+    }
+
+    fn last_index(&self) -> raft::Result<u64> {
+        self.mem.last_index()
+    }
+
+    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+        let first = self.mem.first_index()?;
+        if let Some(s) = self.snapshot.borrow().as_ref() {
+            let index = s.get_metadata().index;
+            // Usable when the log continues right after it.
+            if index + 1 >= first && index >= request_index {
+                return Ok(s.clone());
+            }
+        }
+        self.wanted.set(true);
+        Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable))
+    }
+}

@@ -1,0 +1,152 @@
+//! Joining and leaving the group, on the driver's thread.
+//!
+//! A joiner is not a Raft member yet, so it cannot propose its own entry:
+//! it reaches any member by address, sends a join request, and that member
+//! proposes adding it as a learner (raft-rs forwards the proposal to the
+//! leader). The leader promotes a learner to voter once the group records
+//! that it holds the state. Leaving is a conf change removing oneself; a
+//! leader hands leadership over first so the group never waits for an
+//! election.
+
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use raft::prelude::ConfChangeType;
+use raft::StateRole;
+
+use super::driver::{Driver, KIND_JOIN};
+use super::entry::{decode_member, encode_member, Membership, Reader};
+use super::state::MemberState;
+use crate::log;
+
+/// Join requests are repeated this often until the group takes us.
+const JOIN_RETRY: Duration = Duration::from_millis(500);
+/// Leave steps (leadership transfer, removal) are retried this often, and
+/// a leave gives up (the node goes anyway) after LEAVE_WAIT.
+const LEAVE_RETRY: Duration = Duration::from_millis(300);
+const LEAVE_WAIT: Duration = Duration::from_secs(5);
+
+pub(super) struct Joining {
+    peers: Vec<String>,
+    next_try: Instant,
+    /// Whether we ever reached a member, and warned that we did not.
+    reached: bool,
+    warned: bool,
+    started: Instant,
+}
+
+impl Joining {
+    pub fn new(peers: Vec<String>) -> Joining {
+        let now = Instant::now();
+        Joining { peers, next_try: now, reached: false, warned: false, started: now }
+    }
+}
+
+pub(super) struct Leaving {
+    reply: Sender<()>,
+    deadline: Instant,
+    next_step: Instant,
+}
+
+impl Driver {
+    /// Contacts the addresses of `wsrep_cluster_address` until a member
+    /// answers (its `PeerUp` triggers the join request).
+    pub(super) fn joining_tick(&mut self) {
+        let Some(j) = self.joining.as_mut() else { return };
+        if Instant::now() < j.next_try {
+            return;
+        }
+        j.next_try = Instant::now() + JOIN_RETRY;
+        if !j.reached && !j.warned && j.started.elapsed() > Duration::from_secs(10) {
+            j.warned = true;
+            log::warning!("no member of the cluster answers at {} yet; still trying", j.peers.join(","));
+        }
+        for addr in j.peers.clone() {
+            self.net.connect_addr(&addr);
+        }
+    }
+
+    /// A link came up: a joiner asks that member to take it in.
+    pub(super) fn on_peer_up(&mut self, id: u64, addr: &str) {
+        let Some(j) = self.joining.as_mut() else { return };
+        j.reached = true;
+        log::debug!("reached member {:x} at {}; asking to join", id, addr);
+        let mut req = Vec::new();
+        encode_member(&self.me, &mut req);
+        self.net.send(id, KIND_JOIN, Bytes::from(req));
+    }
+
+    /// We are in the group's member list: stop asking.
+    pub(super) fn joined(&mut self) {
+        if self.joining.take().is_some() {
+            log::info!("joined the group as member {}", self.me.id);
+        }
+    }
+
+    /// A member receives a join request: it proposes the learner (raft-rs
+    /// forwards it to the leader); a repeated request for a member already
+    /// in is ignored when applied.
+    pub(super) fn on_join_request(&mut self, payload: &[u8]) {
+        let member = match decode_member(&mut Reader { buf: payload, pos: 0 }) {
+            Ok(m) => m,
+            Err(e) => return log::warning!("ignoring a malformed join request: {}", e),
+        };
+        if !self.state.is_primary() || self.state.member(member.id).is_some() {
+            return;
+        }
+        log::info!("member {} ({}) at {} asks to join", member.id, member.name, member.address);
+        self.net.set_peer(member.id.raft_id(), &member.address);
+        self.propose_membership(Membership::Add { member }, ConfChangeType::AddLearnerNode);
+    }
+
+    /// The leader promotes learners that now hold the state, one conf
+    /// change at a time.
+    pub(super) fn promote_learners(&mut self) {
+        if self.raw.raft.state != StateRole::Leader || self.raw.raft.has_pending_conf() {
+            return;
+        }
+        let ready = self
+            .state
+            .members()
+            .iter()
+            .find(|m| !m.voter && matches!(m.state, MemberState::Joined | MemberState::Synced | MemberState::Donor))
+            .map(|m| m.info.id);
+        if let Some(id) = ready {
+            self.propose_membership(Membership::Promote { member: id }, ConfChangeType::AddNode);
+        }
+    }
+
+    pub(super) fn start_leaving(&mut self, reply: Sender<()>) {
+        let now = Instant::now();
+        self.leaving = Some(Leaving { reply, deadline: now + LEAVE_WAIT, next_step: now });
+        self.leaving_tick();
+    }
+
+    /// One step of a graceful leave: done once the group no longer lists
+    /// us (or alone, or out of time); otherwise a leader hands leadership
+    /// to another voter, a follower proposes its own removal.
+    pub(super) fn leaving_tick(&mut self) {
+        let Some(l) = self.leaving.as_ref() else { return };
+        let alone = self.state.members().len() <= 1;
+        if self.state.member(self.me.id).is_none() || alone || Instant::now() >= l.deadline {
+            if Instant::now() >= l.deadline {
+                log::warning!("leaving without the group's acknowledgement after {:?}", LEAVE_WAIT);
+            }
+            let l = self.leaving.take().expect("checked above");
+            self.flush_events();
+            let _ = l.reply.send(());
+            return;
+        }
+        if Instant::now() < l.next_step {
+            return;
+        }
+        self.leaving.as_mut().expect("checked above").next_step = Instant::now() + LEAVE_RETRY;
+        let other_voter = self.state.members().iter().find(|m| m.voter && m.info.id != self.me.id).map(|m| m.info.id.raft_id());
+        if self.raw.raft.state == StateRole::Leader && other_voter.is_some() {
+            self.raw.transfer_leader(other_voter.expect("checked"));
+            return;
+        }
+        self.propose_membership(Membership::Remove { member: self.me.id }, ConfChangeType::RemoveNode);
+    }
+}

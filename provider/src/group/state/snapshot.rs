@@ -1,0 +1,82 @@
+//! The group state inside a Raft snapshot (what a joiner restores).
+//!
+//! ```text
+//! version u8 (1) | history 16 | seqno i64 | conf_id i64 | member count u32
+//! | (member | state u8 | desync u32 | voter u8)* | fenced count u32 | (uuid 16 | token u64)*
+//! ```
+
+use super::{GroupState, Member, MemberState};
+use crate::group::entry::{decode_member, encode_member, EntryError, Reader};
+use crate::gtid::Uuid;
+
+const VERSION: u8 = 1;
+
+fn state_byte(s: MemberState) -> u8 {
+    match s {
+        MemberState::Joiner => 1,
+        MemberState::Donor => 2,
+        MemberState::Joined => 3,
+        MemberState::Synced => 4,
+    }
+}
+
+fn state_of(b: u8) -> Result<MemberState, EntryError> {
+    Ok(match b {
+        1 => MemberState::Joiner,
+        2 => MemberState::Donor,
+        3 => MemberState::Joined,
+        4 => MemberState::Synced,
+        t => return Err(EntryError::Tag(t)),
+    })
+}
+
+impl GroupState {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![VERSION];
+        out.extend_from_slice(&self.history.0);
+        out.extend_from_slice(&self.seqno.to_le_bytes());
+        out.extend_from_slice(&self.conf_id.to_le_bytes());
+        out.extend_from_slice(&(self.members.len() as u32).to_le_bytes());
+        for m in &self.members {
+            encode_member(&m.info, &mut out);
+            out.push(state_byte(m.state));
+            out.extend_from_slice(&m.desync_count.to_le_bytes());
+            out.push(m.voter as u8);
+        }
+        out.extend_from_slice(&(self.fenced.len() as u32).to_le_bytes());
+        for (origin, token) in &self.fenced {
+            out.extend_from_slice(&origin.0);
+            out.extend_from_slice(&token.to_le_bytes());
+        }
+        out
+    }
+
+    /// The state a snapshot carries, seen from member `me`.
+    pub fn decode(me: Uuid, buf: &[u8]) -> Result<GroupState, EntryError> {
+        let mut r = Reader { buf, pos: 0 };
+        if r.u8()? != VERSION {
+            return Err(EntryError::Version(buf[0]));
+        }
+        let mut g = GroupState::new(me);
+        g.history = r.uuid()?;
+        g.seqno = r.u64()? as i64;
+        g.conf_id = r.u64()? as i64;
+        for _ in 0..u32_of(&mut r)? {
+            let info = decode_member(&mut r)?;
+            let state = state_of(r.u8()?)?;
+            let desync_count = u32_of(&mut r)?;
+            let voter = r.u8()? != 0;
+            g.members.push(Member { info, state, desync_count, voter });
+        }
+        for _ in 0..u32_of(&mut r)? {
+            let origin = r.uuid()?;
+            g.fenced.insert(origin, r.u64()?);
+        }
+        r.end()?;
+        Ok(g)
+    }
+}
+
+fn u32_of(r: &mut Reader<'_>) -> Result<u32, EntryError> {
+    Ok(u32::from_le_bytes(r.take(4)?.try_into().unwrap()))
+}

@@ -1,0 +1,150 @@
+use super::*;
+
+fn member(id: Uuid, name: &str) -> MemberInfo {
+    MemberInfo { id, name: name.into(), incoming: "i".into(), address: "a".into() }
+}
+
+fn apply(g: &mut GroupState, e: Entry) -> Vec<GroupEvent> {
+    let mut out = Vec::new();
+    g.apply(e, &mut out);
+    out
+}
+
+fn membership(g: &mut GroupState, m: Membership) -> Vec<GroupEvent> {
+    let mut out = Vec::new();
+    g.apply_membership(m, &mut out);
+    out
+}
+
+fn boot(me: Uuid, position: Seqno) -> GroupState {
+    let mut g = GroupState::new(me);
+    membership(&mut g, Membership::Bootstrap { history: Uuid::random(), position, member: member(me, "node1") });
+    g
+}
+
+fn ordered(origin: Uuid, token: u64) -> Entry {
+    Entry::Ordered { origin, token, payload: Bytes::new() }
+}
+
+#[test]
+fn bootstrap_view_consumes_the_seqno_after_the_position() {
+    let me = Uuid::random();
+    let h = Uuid::random();
+    let mut g = GroupState::new(me);
+    let out = membership(&mut g, Membership::Bootstrap { history: h, position: 234, member: member(me, "n1") });
+    match &out[0] {
+        GroupEvent::View(v) => assert_eq!((v.history, v.seqno, v.conf_id, v.primary, v.my_idx), (h, 235, 1, true, 0)),
+        e => panic!("{:?}", e),
+    }
+    let out = apply(&mut g, ordered(me, 1));
+    assert!(matches!(out[0], GroupEvent::Ordered { seqno: 236, token: 1, .. }));
+}
+
+#[test]
+fn a_fresh_history_starts_its_first_view_at_one() {
+    let me = Uuid::random();
+    assert_eq!(boot(me, -1).seqno(), 1);
+}
+
+#[test]
+fn nothing_is_ordered_before_bootstrap_nor_from_strangers_and_bootstrap_happens_once() {
+    let me = Uuid::random();
+    let mut g = GroupState::new(me);
+    assert!(apply(&mut g, ordered(me, 1)).is_empty());
+    membership(&mut g, Membership::Bootstrap { history: Uuid::random(), position: 0, member: member(me, "n1") });
+    let again = Membership::Bootstrap { history: Uuid::random(), position: 9, member: member(me, "n1") };
+    assert!(membership(&mut g, again).is_empty());
+    assert!(apply(&mut g, ordered(Uuid::random(), 1)).is_empty(), "not a member");
+    assert_eq!(g.seqno(), 1);
+}
+
+#[test]
+fn desyncs_stack_and_join_sync_return_to_synced() {
+    let me = Uuid::random();
+    let mut g = boot(me, 0);
+    let t = |g: &mut GroupState, t| apply(g, Entry::MemberState { member: me, transition: t, seqno: 0 });
+    t(&mut g, Transition::Desync);
+    t(&mut g, Transition::Desync);
+    assert_eq!(g.member(me).unwrap().state, MemberState::Donor);
+    t(&mut g, Transition::Join);
+    assert_eq!(g.member(me).unwrap().state, MemberState::Donor);
+    t(&mut g, Transition::Join);
+    assert_eq!(g.member(me).unwrap().state, MemberState::Joined);
+    assert_eq!(g.seqno(), 1, "member-state actions never consume seqnos");
+    let out = t(&mut g, Transition::Sync);
+    assert_eq!(out, vec![GroupEvent::MemberState { member: me, state: MemberState::Synced, desync_count: 0 }]);
+    assert!(t(&mut g, Transition::Sync).is_empty());
+}
+
+#[test]
+fn a_joiner_enters_as_learner_with_a_view_and_leaves_with_one() {
+    let (a, b) = (Uuid::random(), Uuid::random());
+    let mut g = boot(a, 10);
+    let out = membership(&mut g, Membership::Add { member: member(b, "node2") });
+    match &out[0] {
+        GroupEvent::View(v) => assert_eq!((v.seqno, v.conf_id, v.members.len(), v.my_idx), (12, 2, 2, 0)),
+        e => panic!("{:?}", e),
+    }
+    assert!(!g.member(b).unwrap().voter);
+    assert_eq!(g.member(b).unwrap().state, MemberState::Joiner);
+    assert!(membership(&mut g, Membership::Add { member: member(b, "node2") }).is_empty(), "retried join");
+    membership(&mut g, Membership::Promote { member: b });
+    assert!(g.member(b).unwrap().voter);
+    let out = membership(&mut g, Membership::Remove { member: b });
+    assert!(matches!(&out[0], GroupEvent::View(v) if v.seqno == 13 && v.members.len() == 1 && v.primary));
+}
+
+#[test]
+fn the_removed_member_sees_itself_alone_and_non_primary() {
+    let (a, b) = (Uuid::random(), Uuid::random());
+    let mut g = boot(a, 0);
+    membership(&mut g, Membership::Add { member: member(b, "node2") });
+    let mut gb = g.clone();
+    gb.me = b;
+    let out = membership(&mut gb, Membership::Remove { member: b });
+    assert!(matches!(&out[0], GroupEvent::View(v) if !v.primary && v.my_idx == 0 && v.members.len() == 1 && v.conf_id == -1));
+}
+
+#[test]
+fn donor_selection_follows_wsrep_sst_donor() {
+    let (a, b, c) = (Uuid::random(), Uuid::random(), Uuid::random());
+    let mut g = boot(a, 0);
+    membership(&mut g, Membership::Add { member: member(b, "node2") });
+    membership(&mut g, Membership::Add { member: member(c, "node3") });
+    assert_eq!(g.select_donor(c, ""), Ok(a));
+    assert_eq!(g.select_donor(c, "node1"), Ok(a));
+    assert_eq!(g.select_donor(c, "node2"), Err(DonorError::Again), "named but still joining");
+    assert_eq!(g.select_donor(c, "node2,"), Ok(a), "trailing comma falls back to any");
+    assert_eq!(g.select_donor(c, "node9"), Err(DonorError::Unreachable));
+    let req = Entry::StateRequest { joiner: c, donors: "".into(), ist: (Uuid::NIL, -1), request: Bytes::from_static(b"x") };
+    let out = apply(&mut g, req.clone());
+    assert!(out.contains(&GroupEvent::MemberState { member: a, state: MemberState::Donor, desync_count: 1 }));
+    assert!(matches!(out.last(), Some(GroupEvent::StateTransfer { donor: Ok(d), seqno: 3, .. }) if *d == a));
+    // The only synced member is busy donating: the next joiner must wait.
+    assert_eq!(g.select_donor(b, ""), Err(DonorError::Again));
+}
+
+#[test]
+fn fenced_proposals_are_never_ordered() {
+    let me = Uuid::random();
+    let mut g = boot(me, 0);
+    apply(&mut g, Entry::Fence { origin: me, token: 5 });
+    assert!(apply(&mut g, ordered(me, 4)).is_empty());
+    assert!(apply(&mut g, ordered(me, 5)).is_empty());
+    assert_eq!(apply(&mut g, ordered(me, 6)).len(), 1);
+    assert_eq!(apply(&mut g, ordered(me, 0)).len(), 1, "token 0 is never fenced");
+}
+
+#[test]
+fn snapshot_round_trips_and_refuses_truncation() {
+    let (a, b) = (Uuid::random(), Uuid::random());
+    let mut g = boot(a, 41);
+    membership(&mut g, Membership::Add { member: member(b, "node2") });
+    apply(&mut g, Entry::Fence { origin: a, token: 3 });
+    let enc = g.encode();
+    let back = GroupState::decode(a, &enc).unwrap();
+    assert_eq!(back, g);
+    for len in 0..enc.len() {
+        assert!(GroupState::decode(a, &enc[..len]).is_err());
+    }
+}

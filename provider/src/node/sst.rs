@@ -1,0 +1,179 @@
+//! Joining by state snapshot transfer (contract §13): the joiner asks the
+//! server for an SST request and the group for a donor, waits while the
+//! server's script copies the data, then applies what was ordered meanwhile;
+//! the donor runs the server's donor script and rejoins when it is done.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::types::{RecvCtx, Status};
+use super::Shared;
+use crate::group::{DonorError, Transition, View};
+use crate::gtid::{Gtid, Seqno, Uuid, SEQNO_UNDEFINED};
+use crate::log;
+
+/// Where a joiner's state transfer stands.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Sst {
+    /// Not joining (bootstrapped, or done).
+    None,
+    /// Asked the group; no donor answer yet.
+    Requested,
+    /// No donor could be chosen: ask again after a pause.
+    Retry,
+    /// A donor was chosen; the server's script is copying the data.
+    Transferring,
+    /// The server called `sst_received`.
+    Received(Gtid),
+    Failed(i32),
+}
+
+/// How long a joiner waits before asking again when no donor was free
+/// (Galera retries every second).
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// The server's magic request strings: `trivial` pretends the state was
+/// transferred (`wsrep_sst_method=skip`), `none` asks for no state at all.
+fn is_request(req: &[u8], magic: &[u8]) -> bool {
+    req.strip_suffix(&[0]).unwrap_or(req) == magic
+}
+
+impl Shared {
+    /// The joiner's applier, on the view it joined in: connected_cb came
+    /// first; this asks for the state and waits for it. Returns false when
+    /// the transfer failed (the node cannot continue).
+    pub(super) fn join_by_state_transfer(&self, view: &View) -> bool {
+        let Some(req) = self.app.sst_request() else {
+            log::error!("the server could not prepare a state transfer request");
+            return false;
+        };
+        if is_request(&req, b"trivial") || is_request(&req, b"none") {
+            // No data moves: the node starts from the group's position.
+            return self.state_installed(Gtid::new(view.history, view.seqno));
+        }
+        self.set_sst(Sst::Requested);
+        let history = self.history();
+        let own = Gtid::new(history, self.apply.last_left());
+        let donors = self.status().donors.clone();
+        loop {
+            if let Some(g) = self.group() {
+                let _ = g.state_request(&donors, (own.uuid, own.seqno), &req);
+            }
+            match self.wait_sst() {
+                Sst::Retry => std::thread::sleep(RETRY_AFTER),
+                Sst::Received(gtid) => return self.state_installed(gtid),
+                Sst::Failed(rc) => {
+                    log::error!("State transfer failed ({}): the node cannot join and must be restarted", rc);
+                    return false;
+                }
+                s => unreachable!("wait_sst returned {:?}", s),
+            }
+        }
+    }
+
+    fn set_sst(&self, s: Sst) {
+        self.status().sst = s;
+        self.status_cv.notify_all();
+    }
+
+    /// Waits until the transfer ends or must be asked for again.
+    fn wait_sst(&self) -> Sst {
+        let mut st = self.status();
+        loop {
+            match st.sst {
+                s @ (Sst::Retry | Sst::Received(_) | Sst::Failed(_)) => {
+                    st.sst = Sst::Requested;
+                    return s;
+                }
+                _ if st.closed => return Sst::Failed(-libc::ECANCELED),
+                _ => st = self.status_cv.wait_timeout(st, Duration::from_secs(1)).unwrap_or_else(|e| e.into_inner()).0,
+            }
+        }
+    }
+
+    /// The group's answer to a state request (on the group thread).
+    pub(super) fn on_state_transfer(&self, joiner: Uuid, donor: Result<Uuid, DonorError>, request: bytes::Bytes, seqno: Seqno) {
+        let name = |id: Uuid| self.member_name(id);
+        match donor {
+            Ok(d) => log::info!("Member {} requested state transfer: selected donor {}", name(joiner), name(d)),
+            Err(e) => log::warning!("Member {} requested state transfer but no donor is available ({:?}); it will retry", name(joiner), e),
+        }
+        if joiner == self.me.id {
+            self.set_sst(if donor.is_ok() { Sst::Transferring } else { Sst::Retry });
+        }
+        if donor == Ok(self.me.id) {
+            self.queue.push(super::applier::Item::Donate { request, seqno });
+        }
+    }
+
+    fn member_name(&self, id: Uuid) -> String {
+        let st = self.status();
+        let found = st.view.as_ref().and_then(|v| v.members.iter().find(|m| m.id == id)).map(|m| m.name.clone());
+        found.unwrap_or_else(|| id.to_string())
+    }
+
+    /// `sst_received`: the server's joiner thread reports the position the
+    /// transferred data holds (or a failure).
+    pub fn sst_received(&self, gtid: Gtid, rcode: i32) -> Status {
+        let st = self.status().sst;
+        if !matches!(st, Sst::Requested | Sst::Transferring | Sst::Retry) {
+            log::warning!("sst_received while not joining ({:?})", st);
+            return Status::ConnFail;
+        }
+        if rcode < 0 {
+            self.set_sst(Sst::Failed(rcode));
+            return Status::Ok;
+        }
+        if gtid.uuid != self.history() {
+            log::error!("State transfer delivered history {} but the cluster's is {}", gtid.uuid, self.history());
+            self.set_sst(Sst::Failed(-libc::EREMCHG));
+            return Status::Ok;
+        }
+        log::info!("SST received: {}", gtid);
+        self.set_sst(Sst::Received(gtid));
+        Status::Ok
+    }
+
+    /// The data now holds everything up to `gtid`: start applying after
+    /// it, skip what it contains, and tell the group we have the state.
+    fn state_installed(&self, gtid: Gtid) -> bool {
+        self.skip_upto.store(gtid.seqno, Ordering::SeqCst);
+        self.apply.reset(gtid.seqno);
+        self.commit.reset(gtid.seqno);
+        self.set_sst(Sst::None);
+        log::info!("state installed at {}; applying what was ordered since", gtid);
+        match self.group() {
+            Some(g) => g.member_state(Transition::Join, gtid.seqno).is_ok(),
+            None => false,
+        }
+    }
+
+    /// The donor's applier: once everything up to the request is
+    /// committed, the server starts its donor script (asynchronously).
+    pub(super) fn donate(&self, ctx: RecvCtx, request: &[u8], seqno: Seqno) {
+        self.apply.wait_left(seqno, Some(Instant::now() + Duration::from_secs(600)));
+        let state = self.last_committed();
+        log::info!("donating state {} (request ordered at {})", state, seqno);
+        if !self.app.sst_donate(ctx, request, state, false) {
+            log::error!("the server could not start the state transfer; rejoining");
+            self.sst_sent(Gtid::new(state.uuid, SEQNO_UNDEFINED), -libc::ECANCELED);
+        }
+    }
+
+    /// `sst_sent`: the donor script finished; the donor rejoins the group.
+    pub fn sst_sent(&self, gtid: Gtid, rcode: i32) -> Status {
+        if self.node_state() != super::state::NodeState::Donor {
+            log::warning!("sst_sent while not a donor");
+            return Status::ConnFail;
+        }
+        if rcode < 0 {
+            log::warning!("state transfer to the joiner failed ({})", rcode);
+        } else {
+            log::info!("{} donated", gtid);
+        }
+        match self.group() {
+            Some(g) if g.member_state(Transition::Join, gtid.seqno).is_ok() => Status::Ok,
+            _ => Status::ConnFail,
+        }
+    }
+}
