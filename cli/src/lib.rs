@@ -1,5 +1,7 @@
 //! The `lockstep` command's library: what the command and the integration
 //! tests share (one launcher, two users).
 
+pub mod bench;
 pub mod cluster;
 pub mod conformance;
+pub mod workload;

@@ -1,0 +1,301 @@
+//! Bank transfers: `bank.accounts` holds a known total; workers on every
+//! node move random amounts between random pairs of accounts, each transfer
+//! one transaction that also writes a row with a unique id to `bank.log`.
+//!
+//! A transfer reads both balances with `SELECT ... FOR UPDATE` and writes
+//! the new balances as absolute values (`SET balance = 950`, not
+//! `balance - 50`): a lost update (two transactions on two nodes both
+//! committing from the same read) then changes the total, where relative
+//! updates would commute and hide it. So the total, the per-node ledger
+//! and the row-by-row comparison catch a certification that lets a
+//! conflict through, not only replication that drops or reorders.
+//!
+//! Use: [`setup`], then [`run`] (bounded by time and count), then [`check`]
+//! once the load has stopped.
+
+mod check;
+mod worker;
+
+pub use check::{check, snapshot, verify, BankCheck, BankSnapshot};
+
+use super::converge::{self, Counters};
+use super::sql::Session;
+use super::{on_threads, Bound, Divergence, Error, Latency, Result, Rng};
+use crate::cluster::Cluster;
+use std::fmt;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
+
+/// How big and how long a bank run is.
+#[derive(Clone, Debug)]
+pub struct BankConfig {
+    /// Accounts 1..=accounts. Fewer accounts, more conflicts.
+    pub accounts: u32,
+    pub initial_balance: i64,
+    /// Worker threads, each with its own connection; worker `i` talks to
+    /// node `i % nodes + 1`.
+    pub workers: usize,
+    /// The run stops at this time ...
+    pub duration: Duration,
+    /// ... or when this many transfers have committed, whichever is first.
+    pub max_transfers: u64,
+    /// A transfer moves 1..=max_amount (capped at the source's balance, so
+    /// balances never go negative).
+    pub max_amount: i64,
+    /// Every `audit_every`-th iteration a worker reads SUM(balance) in one
+    /// snapshot on its node, which must be the total at every moment.
+    /// 0: no audits.
+    pub audit_every: u32,
+    pub seed: u64,
+    /// Socket timeout of every statement: a node that does not answer in
+    /// this time fails the run.
+    pub statement_timeout: Duration,
+}
+
+impl Default for BankConfig {
+    fn default() -> Self {
+        BankConfig {
+            accounts: 50,
+            initial_balance: 1000,
+            workers: 12,
+            duration: Duration::from_secs(60),
+            max_transfers: 1_000_000,
+            max_amount: 100,
+            audit_every: 20,
+            seed: Rng::seed_from_clock(),
+            statement_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl BankConfig {
+    pub fn total(&self) -> i64 {
+        self.accounts as i64 * self.initial_balance
+    }
+}
+
+/// One transfer as its client saw it: `amount` moved from account `from`
+/// to account `to` by a worker connected to `node`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub id: u64,
+    pub from: u32,
+    pub to: u32,
+    pub amount: i64,
+    pub node: usize,
+}
+
+impl fmt::Display for Transfer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "transfer #{} ({} from account {} to {}, via node{})",
+            self.id, self.amount, self.from, self.to, self.node
+        )
+    }
+}
+
+/// What the clients of one node saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeCounts {
+    pub node: usize,
+    pub workers: usize,
+    pub committed: u64,
+    /// ER_LOCK_DEADLOCK at COMMIT: mostly certification failures.
+    pub aborted_at_commit: u64,
+    /// ER_LOCK_DEADLOCK on an earlier statement: brute-force aborts by an
+    /// applier (or a local InnoDB deadlock).
+    pub aborted_before_commit: u64,
+    pub audits: u64,
+}
+
+impl NodeCounts {
+    pub fn aborted(&self) -> u64 {
+        self.aborted_at_commit + self.aborted_before_commit
+    }
+}
+
+/// The outcome of [`run`]: what clients saw, to be checked by [`check`].
+#[derive(Clone, Debug, Default)]
+pub struct BankRun {
+    pub seed: u64,
+    pub elapsed: Duration,
+    pub per_node: Vec<NodeCounts>,
+    /// Every transfer whose COMMIT returned OK.
+    pub committed: Vec<Transfer>,
+    /// Every transfer that got ER_LOCK_DEADLOCK (retries get new ids).
+    pub aborted: Vec<Transfer>,
+    /// Audits during the load that saw a wrong total.
+    pub audit_failures: Vec<Divergence>,
+    /// START TRANSACTION to COMMIT's OK, of committed transfers.
+    pub latency: Latency,
+    /// The provider's counters over the run, per node.
+    pub counters: Vec<Counters>,
+}
+
+impl BankRun {
+    pub fn committed_count(&self) -> u64 {
+        self.committed.len() as u64
+    }
+
+    pub fn aborted_count(&self) -> u64 {
+        self.aborted.len() as u64
+    }
+
+    pub fn transfers_per_sec(&self) -> f64 {
+        self.committed_count() as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Aborted attempts over all attempts.
+    pub fn abort_rate(&self) -> f64 {
+        let attempts = self.committed_count() + self.aborted_count();
+        self.aborted_count() as f64 / (attempts.max(1) as f64)
+    }
+
+    /// A few lines for a test log or a benchmark report.
+    pub fn summary(&self) -> String {
+        let mut text = format!(
+            "bank: {} transfers committed in {:.1}s ({:.1}/s), {} aborted ({:.1}%), \
+             latency {}, seed {}",
+            self.committed_count(),
+            self.elapsed.as_secs_f64(),
+            self.transfers_per_sec(),
+            self.aborted_count(),
+            self.abort_rate() * 100.0,
+            self.latency,
+            self.seed
+        );
+        for n in &self.per_node {
+            text.push_str(&format!(
+                "\n  node{}: {} workers, {} committed, {} aborted at COMMIT, {} before, {} audits",
+                n.node,
+                n.workers,
+                n.committed,
+                n.aborted_at_commit,
+                n.aborted_before_commit,
+                n.audits
+            ));
+        }
+        for c in &self.counters {
+            text.push_str(&format!("\n  {c}"));
+        }
+        text
+    }
+}
+
+/// (Re)creates `bank.accounts` with every account at the initial balance
+/// and an empty `bank.log`, on node 1, and waits until every node has them.
+pub fn setup(cluster: &Cluster, config: &BankConfig) -> Result<()> {
+    if config.accounts < 2 {
+        return Err(Error::Unexpected {
+            node: 1,
+            sql: "(setup)".into(),
+            what: format!("a bank needs 2 accounts or more, not {}", config.accounts),
+        });
+    }
+    let mut s = Session::open(cluster.node(1), config.statement_timeout)?;
+    s.run("DROP DATABASE IF EXISTS bank")?;
+    s.run("CREATE DATABASE bank")?;
+    s.run("CREATE TABLE bank.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL)")?;
+    // origin: the node whose client committed the transfer.
+    s.run(
+        "CREATE TABLE bank.log (id BIGINT PRIMARY KEY, src INT NOT NULL, dst INT NOT NULL, \
+         amount BIGINT NOT NULL, origin INT NOT NULL)",
+    )?;
+    let values: Vec<String> = (1..=config.accounts)
+        .map(|id| format!("({id}, {})", config.initial_balance))
+        .collect();
+    s.run(&format!(
+        "INSERT INTO bank.accounts VALUES {}",
+        values.join(", ")
+    ))?;
+    converge::wait_converged(cluster, config.statement_timeout)?;
+    Ok(())
+}
+
+/// Runs the transfers from `config.workers` threads until the deadline or
+/// `max_transfers` commits. Fails with the first worker error that is not
+/// ER_LOCK_DEADLOCK (the other workers stop at their next transfer).
+pub fn run(cluster: &Cluster, config: &BankConfig) -> Result<BankRun> {
+    let before = converge::counters(cluster)?;
+    let started = Instant::now();
+    let bound = Bound::new(config.duration, config.max_transfers);
+    // Transfer ids, unique over all workers; an aborted attempt's id is
+    // never reused.
+    let next_id = AtomicU64::new(1);
+    let outcomes = on_threads(cluster, config.workers, &bound, |w, node| {
+        worker::run(w, node, config, &bound, &next_id)
+    })?;
+    let elapsed = started.elapsed();
+    let after = converge::counters(cluster)?;
+    let mut run = merge(cluster.len(), outcomes);
+    run.seed = config.seed;
+    run.elapsed = elapsed;
+    run.counters = converge::delta(&before, &after);
+    Ok(run)
+}
+
+fn merge(nodes: usize, outcomes: Vec<worker::Outcome>) -> BankRun {
+    let mut run = BankRun {
+        per_node: (1..=nodes)
+            .map(|node| NodeCounts {
+                node,
+                ..NodeCounts::default()
+            })
+            .collect(),
+        ..BankRun::default()
+    };
+    let mut latencies = Vec::new();
+    for o in outcomes {
+        let counts = &mut run.per_node[o.counts.node - 1];
+        counts.workers += 1;
+        counts.committed += o.counts.committed;
+        counts.aborted_at_commit += o.counts.aborted_at_commit;
+        counts.aborted_before_commit += o.counts.aborted_before_commit;
+        counts.audits += o.counts.audits;
+        run.committed.extend(o.committed);
+        run.aborted.extend(o.aborted);
+        run.audit_failures.extend(o.audit_failures);
+        latencies.extend(o.latencies);
+    }
+    run.committed.sort_by_key(|t| t.id);
+    run.aborted.sort_by_key(|t| t.id);
+    run.latency = Latency::of(latencies);
+    run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_up_per_node() {
+        let outcome = |node, id| worker::Outcome {
+            counts: NodeCounts {
+                node,
+                committed: 1,
+                aborted_at_commit: 1,
+                ..NodeCounts::default()
+            },
+            committed: vec![Transfer {
+                id,
+                from: 1,
+                to: 2,
+                amount: 5,
+                node,
+            }],
+            aborted: vec![],
+            audit_failures: vec![],
+            latencies: vec![Duration::from_millis(1)],
+        };
+        let run = merge(3, vec![outcome(2, 9), outcome(1, 3), outcome(2, 4)]);
+        assert_eq!(run.per_node[1].workers, 2);
+        assert_eq!(run.per_node[1].committed, 2);
+        assert_eq!(run.per_node[2].workers, 0);
+        let ids: Vec<u64> = run.committed.iter().map(|t| t.id).collect();
+        assert_eq!(ids, [3, 4, 9]);
+        assert!(run
+            .summary()
+            .contains("node2: 2 workers, 2 committed, 2 aborted at COMMIT"));
+    }
+}
