@@ -1,0 +1,269 @@
+//! `lockstep bench`: arguments in, report out. The work is in runner.rs.
+
+use super::plan::{BenchSpec, Target};
+use super::{report, runner};
+use crate::cluster::Provider;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+pub const USAGE: &str = "usage: lockstep bench [options]
+
+Runs sysbench on a fresh N-node cluster per provider, the same cells in the
+same order for each, and prints tps, p95 latency, their ratios to the first
+provider, and the server counters that say where the time goes. A provider
+that cannot run (a cluster that does not form, a failing cell) shows n/a
+with the reason; the run goes on.
+
+options (lists are comma-separated):
+  --providers LIST      galera, lockstep or library paths; the first is the
+                        baseline of the ratios (default galera,lockstep)
+  --nodes N             cluster size (default 3)
+  --tests LIST          sysbench tests (default oltp_update_index,oltp_write_only)
+  --threads LIST        sysbench thread counts (default 8,32)
+  --targets LIST        nodeK: every connection to node K; all: connections
+                        round-robin over all nodes (default node1,all)
+  --time SECS           measured seconds per cell (default 30)
+  --warmup SECS         unmeasured sysbench run before each cell (default 5)
+  --tables N            sysbench tables (default 8)
+  --table-size N        rows per table (default 10000)
+  --dir DIR             clusters, raw outputs, report (default /tmp/lockstep-bench)
+  --base-port P         provider i uses ports P+100*i and up (default 28000)
+  --output FILE         also write the report to FILE
+  --mysqld-option K=V   [mysqld] option for every node (repeatable; default
+                        innodb_flush_log_at_trx_commit=2, overridable by key)
+  --provider-option K=V wsrep_provider_options entry for every node (repeatable)
+  --wan-delay-ms D      put the last node D ms away (one way) behind a
+                        user-space proxy on its group links
+
+The default run is 2 providers x 8 cells of 5+30 s: about 12 minutes when
+both providers run, about 6 while lockstep cannot form a 3-node cluster.
+Exit status: 0 when at least one cell was measured, 1 when none was, 2 for
+bad arguments.";
+
+/// Entry point called by the `lockstep` binary with the arguments after `bench`.
+pub fn main(args: &[String]) -> ExitCode {
+    let spec = match parse(args) {
+        Ok(Some(spec)) => spec,
+        Ok(None) => {
+            say(&format!("{USAGE}\n"));
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("lockstep bench: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut spec = spec;
+    if spec.dir.is_relative() {
+        // The launcher wants absolute paths (sockets, my.cnf).
+        spec.dir = std::env::current_dir().unwrap_or_default().join(&spec.dir);
+    }
+    if let Err(e) = spec.validate().and_then(|_| check_sysbench()) {
+        eprintln!("lockstep bench: {e}");
+        return ExitCode::from(2);
+    }
+    run(&spec)
+}
+
+fn run(spec: &BenchSpec) -> ExitCode {
+    eprintln!(
+        "lockstep bench: {} cells x {} providers, about {} min if all run; outputs in {}",
+        spec.cells().len(),
+        spec.providers.len(),
+        spec.estimate().as_secs().div_ceil(60),
+        spec.dir.display()
+    );
+    let started = Instant::now();
+    let runs = runner::run(spec, &mut |line| eprintln!("{line}"));
+    let text = report::render(spec, &runs, started.elapsed());
+    say(&text);
+    let files = [
+        (spec.dir.join("report.txt"), text.clone()),
+        (
+            spec.dir.join("results.tsv"),
+            report::results_tsv(spec, &runs),
+        ),
+    ];
+    let extra = spec.output.clone().map(|path| (path, text));
+    for (path, content) in files.into_iter().chain(extra) {
+        if let Err(e) = std::fs::write(&path, content) {
+            eprintln!("lockstep bench: writing {}: {e}", path.display());
+        }
+    }
+    let any = runs
+        .iter()
+        .flat_map(|r| &r.cells)
+        .any(|c| matches!(c, runner::CellOutcome::Measured { .. }));
+    if any {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn check_sysbench() -> crate::cluster::Result<()> {
+    let ok = std::process::Command::new("sysbench")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    match ok {
+        true => Ok(()),
+        false => Err(crate::cluster::Error::Msg(
+            "sysbench not found: install the sysbench package".into(),
+        )),
+    }
+}
+
+/// Prints to stdout, ignoring errors: print! panics on a closed pipe.
+fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+/// The spec, or None for --help. `--flag value` and `--flag=value` both work.
+fn parse(args: &[String]) -> Result<Option<BenchSpec>, String> {
+    let mut spec = BenchSpec::default();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        if matches!(flag, "-h" | "--help" | "help") {
+            return Ok(None);
+        }
+        if !flag.starts_with("--") {
+            return Err(format!("unexpected argument {flag:?}"));
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => rest
+                .next()
+                .cloned()
+                .ok_or_else(|| format!("{flag} needs a value"))?,
+        };
+        apply(&mut spec, flag, &value)?;
+    }
+    Ok(Some(spec))
+}
+
+fn apply(spec: &mut BenchSpec, flag: &str, value: &str) -> Result<(), String> {
+    match flag {
+        "--providers" => spec.providers = list(flag, value, |p| Ok(Provider::parse(p)))?,
+        "--nodes" => spec.nodes = number(flag, value)?,
+        "--tests" => spec.tests = list(flag, value, |t| Ok(t.to_string()))?,
+        "--threads" => spec.threads = list(flag, value, |t| number(flag, t))?,
+        "--targets" => spec.targets = list(flag, value, Target::parse)?,
+        "--time" => spec.time = number(flag, value)?,
+        "--warmup" => spec.warmup = number(flag, value)?,
+        "--tables" => spec.tables = number(flag, value)?,
+        "--table-size" => spec.table_size = number(flag, value)?,
+        "--dir" => spec.dir = PathBuf::from(value),
+        "--base-port" => spec.base_port = number(flag, value)?,
+        "--output" => spec.output = Some(PathBuf::from(value)),
+        "--mysqld-option" => spec.mysqld_options.push(value.to_string()),
+        "--provider-option" => spec.provider_options.extend(
+            value
+                .split(';')
+                .map(str::trim)
+                .filter(|o| !o.is_empty())
+                .map(String::from),
+        ),
+        "--wan-delay-ms" => spec.wan_delay_ms = Some(number(flag, value)?),
+        _ => return Err(format!("unknown option {flag}")),
+    }
+    Ok(())
+}
+
+fn list<T>(
+    flag: &str,
+    value: &str,
+    item: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    let items: Vec<&str> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if items.is_empty() {
+        return Err(format!("{flag} needs at least one value"));
+    }
+    items.into_iter().map(item).collect()
+}
+
+fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, String> {
+    text.parse()
+        .map_err(|_| format!("{flag} needs a number, not {text:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(text: &str) -> Vec<String> {
+        text.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn no_arguments_is_the_default_run() {
+        assert_eq!(parse(&[]).unwrap(), Some(BenchSpec::default()));
+    }
+
+    #[test]
+    fn every_option() {
+        let spec = parse(&args(
+            "--providers galera,/opt/x.so --nodes 5 --threads=1,4 --tests oltp_write_only \
+             --targets node2,all --time 10 --warmup 0 --tables 2 --table-size 500 --dir /tmp/b \
+             --base-port 29000 --output /tmp/r.txt --mysqld-option wsrep_slave_threads=4 \
+             --provider-option gcs.fc_limit=64;evs.send_window=512 --wan-delay-ms 7",
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            spec.providers,
+            [Provider::Galera, Provider::Path("/opt/x.so".into())]
+        );
+        assert_eq!(spec.nodes, 5);
+        assert_eq!(spec.threads, [1, 4]);
+        assert_eq!(spec.tests, ["oltp_write_only"]);
+        assert_eq!(spec.targets, [Target::Node(2), Target::All]);
+        assert_eq!(
+            (spec.time, spec.warmup, spec.tables, spec.table_size),
+            (10, 0, 2, 500)
+        );
+        assert_eq!(spec.dir, PathBuf::from("/tmp/b"));
+        assert_eq!(spec.base_port, 29000);
+        assert_eq!(spec.output, Some(PathBuf::from("/tmp/r.txt")));
+        assert_eq!(
+            spec.mysqld_options,
+            ["innodb_flush_log_at_trx_commit=2", "wsrep_slave_threads=4"]
+        );
+        assert_eq!(
+            spec.provider_options,
+            ["gcs.fc_limit=64", "evs.send_window=512"]
+        );
+        assert_eq!(spec.wan_delay_ms, Some(7));
+        assert!(spec.validate().is_ok());
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let err = |text: &str| parse(&args(text)).unwrap_err();
+        assert_eq!(err("--nodes"), "--nodes needs a value");
+        assert_eq!(
+            err("--nodes three"),
+            "--nodes needs a number, not \"three\""
+        );
+        assert_eq!(err("--threads 8,x"), "--threads needs a number, not \"x\"");
+        assert_eq!(err("--threads ,"), "--threads needs at least one value");
+        assert_eq!(
+            err("--targets node1,some"),
+            "target must be nodeN or all, not \"some\""
+        );
+        assert_eq!(err("--frobnicate 1"), "unknown option --frobnicate");
+        assert_eq!(err("stray"), "unexpected argument \"stray\"");
+        assert_eq!(parse(&args("--time 5 --help")).unwrap(), None);
+    }
+}

@@ -1,0 +1,353 @@
+//! What a benchmark run is: providers, cluster shape, the matrix of cells,
+//! and where each provider's cluster and outputs live. Pure data.
+
+use crate::cluster::{ClusterSpec, Error, Provider, Result};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const DEFAULT_DIR: &str = "/tmp/lockstep-bench";
+/// Other users of this machine take 24000-27999 and 30000+.
+pub const DEFAULT_BASE_PORT: u16 = 28000;
+/// Each provider's cluster gets its own block of ports, so a cluster that
+/// is still releasing its sockets never collides with the next one.
+const PORT_BLOCK: u16 = 100;
+
+/// Which node(s) sysbench's connections go to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Every connection to this node (1-based): one writer node.
+    Node(usize),
+    /// Connections round-robin over all nodes: every node writes.
+    All,
+}
+
+impl Target {
+    /// `node1`, `2`, `all`.
+    pub fn parse(text: &str) -> std::result::Result<Target, String> {
+        if text == "all" {
+            return Ok(Target::All);
+        }
+        let digits = text.strip_prefix("node").unwrap_or(text);
+        match digits.parse() {
+            Ok(n) if n >= 1 => Ok(Target::Node(n)),
+            _ => Err(format!("target must be nodeN or all, not {text:?}")),
+        }
+    }
+
+    pub fn label(&self) -> String {
+        match self {
+            Target::Node(n) => format!("node{n}"),
+            Target::All => "all".into(),
+        }
+    }
+
+    /// The nodes (1-based) sysbench connects to.
+    pub fn nodes(&self, cluster_size: usize) -> Vec<usize> {
+        match self {
+            Target::Node(n) => vec![*n],
+            Target::All => (1..=cluster_size).collect(),
+        }
+    }
+}
+
+/// One measurement: a test at a thread count against a target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cell {
+    pub test: String,
+    pub threads: u32,
+    pub target: Target,
+}
+
+impl Cell {
+    /// File-name stem for this cell's outputs.
+    pub fn slug(&self) -> String {
+        format!("{}-{}t-{}", self.test, self.threads, self.target.label())
+    }
+}
+
+/// Everything `lockstep bench` was asked to do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchSpec {
+    /// In run order; the first is the baseline the ratios divide by.
+    pub providers: Vec<Provider>,
+    pub nodes: usize,
+    pub threads: Vec<u32>,
+    pub tests: Vec<String>,
+    pub targets: Vec<Target>,
+    /// Measured seconds per cell.
+    pub time: u32,
+    /// Unmeasured seconds before each cell (a separate sysbench run).
+    pub warmup: u32,
+    pub tables: u32,
+    pub table_size: u64,
+    pub dir: PathBuf,
+    pub base_port: u16,
+    /// The report is also written here.
+    pub output: Option<PathBuf>,
+    /// `[mysqld]` options for every node of every provider.
+    pub mysqld_options: Vec<String>,
+    /// wsrep_provider_options entries for every node of every provider.
+    pub provider_options: Vec<String>,
+    /// One-way delay added to every byte to and from the last node's group
+    /// port (see wan.rs); None: no proxy.
+    pub wan_delay_ms: Option<u32>,
+}
+
+impl Default for BenchSpec {
+    fn default() -> Self {
+        BenchSpec {
+            providers: vec![Provider::Galera, Provider::Lockstep],
+            nodes: 3,
+            threads: vec![8, 32],
+            tests: vec!["oltp_update_index".into(), "oltp_write_only".into()],
+            targets: vec![Target::Node(1), Target::All],
+            time: 30,
+            warmup: 5,
+            tables: 8,
+            table_size: 10_000,
+            dir: PathBuf::from(DEFAULT_DIR),
+            base_port: DEFAULT_BASE_PORT,
+            output: None,
+            mysqld_options: default_mysqld_options(),
+            provider_options: Vec::new(),
+            wan_delay_ms: None,
+        }
+    }
+}
+
+/// Server settings for both providers alike. Durability comes from
+/// replication (DESIGN.md), so no fsync per commit: the benchmark measures
+/// replication, not this machine's disk.
+pub fn default_mysqld_options() -> Vec<String> {
+    vec!["innodb_flush_log_at_trx_commit=2".into()]
+}
+
+impl BenchSpec {
+    /// The matrix in run order: test, then threads, then target. Every
+    /// provider runs the same cells in the same order, so the data has
+    /// aged the same way when both measure a cell.
+    pub fn cells(&self) -> Vec<Cell> {
+        let mut cells = Vec::new();
+        for test in &self.tests {
+            for threads in &self.threads {
+                for target in &self.targets {
+                    cells.push(Cell {
+                        test: test.clone(),
+                        threads: *threads,
+                        target: *target,
+                    });
+                }
+            }
+        }
+        cells
+    }
+
+    /// Directory name of provider `index` (0-based): its label, made
+    /// file-name safe, with the index when two providers share a name.
+    pub fn provider_slug(&self, index: usize) -> String {
+        let slug = slug(&self.providers[index]);
+        let shared = self
+            .providers
+            .iter()
+            .filter(|p| self::slug(p) == slug)
+            .count()
+            > 1;
+        match shared {
+            true => format!("{slug}-{}", index + 1),
+            false => slug,
+        }
+    }
+
+    /// Raw outputs of provider `index`: DIR/<provider>/.
+    pub fn provider_dir(&self, index: usize) -> PathBuf {
+        self.dir.join(self.provider_slug(index))
+    }
+
+    pub fn ports_base(&self, index: usize) -> u16 {
+        self.base_port + index as u16 * self.port_block()
+    }
+
+    fn port_block(&self) -> u16 {
+        // Node ports plus one spare node-sized block for the WAN proxy.
+        let needed = (self.nodes as u16 + 1) * ports_per_node();
+        needed.div_ceil(PORT_BLOCK) * PORT_BLOCK
+    }
+
+    /// The cluster of provider `index`, in DIR/<provider>/cluster.
+    pub fn cluster_spec(&self, index: usize) -> ClusterSpec {
+        let mut spec = ClusterSpec::new(
+            self.nodes,
+            self.providers[index].clone(),
+            self.provider_dir(index).join("cluster"),
+        )
+        .base_port(self.ports_base(index));
+        spec.cluster_name = format!("bench-{}", self.provider_slug(index));
+        for option in &self.mysqld_options {
+            spec = spec.mysqld_option(option.clone());
+        }
+        for option in &self.provider_options {
+            spec = spec.provider_option(option.clone());
+        }
+        spec
+    }
+
+    /// Catches mistakes before the first cluster starts.
+    pub fn validate(&self) -> Result<()> {
+        let fail = |text: String| Err(Error::Msg(text));
+        if self.providers.is_empty() {
+            return fail("--providers is empty".into());
+        }
+        if self.nodes < 2 {
+            return fail(format!(
+                "--nodes must be 2 or more to measure replication, not {}",
+                self.nodes
+            ));
+        }
+        if self.tests.is_empty() || self.threads.is_empty() || self.targets.is_empty() {
+            return fail("--tests, --threads and --targets need at least one value each".into());
+        }
+        if let Some(t) = self.threads.iter().find(|t| **t == 0) {
+            return fail(format!("thread counts must be positive, not {t}"));
+        }
+        if let Some(Target::Node(n)) = self
+            .targets
+            .iter()
+            .find(|t| matches!(t, Target::Node(n) if *n > self.nodes))
+        {
+            return fail(format!(
+                "target node{n}, but the cluster has {} nodes",
+                self.nodes
+            ));
+        }
+        if let Some(bad) = self
+            .tests
+            .iter()
+            .find(|t| t.is_empty() || t.contains([',', ' ']))
+        {
+            return fail(format!("bad test name {bad:?}"));
+        }
+        if self.time == 0 || self.tables == 0 || self.table_size == 0 {
+            return fail("--time, --tables and --table-size must be positive".into());
+        }
+        let last = self.base_port as u32 + self.providers.len() as u32 * self.port_block() as u32;
+        if self.base_port < 1024 || last > 65535 {
+            return fail(format!(
+                "ports {}..{last} do not fit in 1024..65535: pick another --base-port",
+                self.base_port
+            ));
+        }
+        (0..self.providers.len()).try_for_each(|i| self.cluster_spec(i).validate())
+    }
+
+    /// A rough wall time: start-up, prepare and every cell, per provider.
+    pub fn estimate(&self) -> Duration {
+        let per_cell = self.warmup as u64 + self.time as u64 + 4;
+        let setup = 15 * self.nodes as u64 + 10;
+        let per_provider = setup + per_cell * self.cells().len() as u64;
+        Duration::from_secs(per_provider * self.providers.len() as u64)
+    }
+}
+
+/// The launcher's stride between nodes' port blocks.
+pub fn ports_per_node() -> u16 {
+    let spec = ClusterSpec::new(2, Provider::Galera, "/");
+    spec.ports(2).client - spec.ports(1).client
+}
+
+fn slug(provider: &Provider) -> String {
+    let label = match provider {
+        Provider::Path(path) => Path::new(path)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "provider".into()),
+        other => other.label(),
+    };
+    label
+        .chars()
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                true => c,
+                false => '_',
+            },
+        )
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_matrix_is_sixteen_cells_over_two_providers() {
+        let spec = BenchSpec::default();
+        let cells = spec.cells();
+        assert_eq!(cells.len() * spec.providers.len(), 16);
+        assert_eq!(cells[0].slug(), "oltp_update_index-8t-node1");
+        assert_eq!(cells[1].slug(), "oltp_update_index-8t-all");
+        assert_eq!(cells[7].slug(), "oltp_write_only-32t-all");
+        assert!(spec.validate().is_ok());
+        // 2 providers x (55 s setup + 8 x 39 s): about 12 minutes.
+        assert_eq!(spec.estimate(), Duration::from_secs(2 * (55 + 8 * 39)));
+    }
+
+    #[test]
+    fn providers_get_their_own_dirs_and_ports() {
+        let spec = BenchSpec::default();
+        assert_eq!(
+            spec.provider_dir(0),
+            PathBuf::from("/tmp/lockstep-bench/galera")
+        );
+        let galera = spec.cluster_spec(0);
+        let lockstep = spec.cluster_spec(1);
+        assert_eq!(
+            galera.dir,
+            PathBuf::from("/tmp/lockstep-bench/galera/cluster")
+        );
+        assert_eq!(galera.base_port, 28000);
+        assert_eq!(lockstep.base_port, 28100);
+        assert_eq!(lockstep.provider, Provider::Lockstep);
+        assert_eq!(galera.extra.mysqld, ["innodb_flush_log_at_trx_commit=2"]);
+        assert_eq!(galera.cluster_name, "bench-galera");
+    }
+
+    #[test]
+    fn path_providers_get_file_safe_unique_names() {
+        let spec = BenchSpec {
+            providers: vec![
+                Provider::Path("/a/libx.so".into()),
+                Provider::Path("/b/libx.so".into()),
+            ],
+            ..BenchSpec::default()
+        };
+        assert_eq!(spec.provider_slug(0), "libx-1");
+        assert_eq!(spec.provider_slug(1), "libx-2");
+    }
+
+    #[test]
+    fn targets() {
+        assert_eq!(Target::parse("node1"), Ok(Target::Node(1)));
+        assert_eq!(Target::parse("3"), Ok(Target::Node(3)));
+        assert_eq!(Target::parse("all"), Ok(Target::All));
+        assert!(Target::parse("node0").is_err());
+        assert!(Target::parse("every").is_err());
+        assert_eq!(Target::All.nodes(3), [1, 2, 3]);
+        assert_eq!(Target::Node(2).nodes(3), [2]);
+    }
+
+    #[test]
+    fn validate_catches_mistakes() {
+        let ok = BenchSpec::default();
+        let bad = |f: &dyn Fn(&mut BenchSpec)| {
+            let mut spec = ok.clone();
+            f(&mut spec);
+            spec.validate().unwrap_err().to_string()
+        };
+        assert!(bad(&|s| s.nodes = 1).contains("--nodes"));
+        assert!(bad(&|s| s.targets = vec![Target::Node(4)]).contains("node4"));
+        assert!(bad(&|s| s.threads = vec![0]).contains("positive"));
+        assert!(bad(&|s| s.tests = vec!["a,b".into()]).contains("bad test"));
+        assert!(bad(&|s| s.base_port = 65500).contains("do not fit"));
+        assert!(bad(&|s| s.providers.clear()).contains("empty"));
+        assert!(bad(&|s| s.dir = "relative".into()).contains("absolute"));
+    }
+}
