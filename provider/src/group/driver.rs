@@ -16,6 +16,8 @@ use raft::prelude::{ConfChange, ConfChangeType, Entry as RaftEntry, EntryType, M
 use raft::{RawNode, StateRole};
 
 use super::entry::{Entry, MemberInfo, Membership};
+use super::flow_control::{FlowControl, Signal};
+use super::FlowGate;
 use super::log::GroupLog;
 use super::membership::{Joining, Leaving};
 use super::state::{GroupEvent, GroupState};
@@ -41,12 +43,16 @@ pub(super) enum Command {
     /// Leave the group gracefully; the sender hears when it is done.
     Leave(Sender<()>),
     Isolate(bool),
+    /// This member's backlog crossed a flow-control limit.
+    Flow(Signal),
+    ResetFlowCounters,
     Stop,
 }
 
 /// Frame kinds on the transport.
 pub(super) const KIND_RAFT: u8 = 1;
 pub(super) const KIND_JOIN: u8 = 2;
+pub(super) const KIND_FLOW: u8 = 3;
 
 /// How many commands one loop turn takes before handling a Ready: proposals
 /// that arrive together are appended and sent together.
@@ -96,6 +102,8 @@ pub(super) struct Driver {
     max_token: u64,
     last_own_delivery: Instant,
     last_fence: Instant,
+    fc: FlowControl,
+    flow: Arc<FlowGate>,
 }
 
 pub(super) struct DriverConfig {
@@ -105,7 +113,14 @@ pub(super) struct DriverConfig {
 }
 
 impl Driver {
-    pub fn new(cfg: DriverConfig, rx: Receiver<Command>, delivery: Box<dyn Delivery>, net: Arc<Transport>, counters: Arc<Counters>) -> raft::Result<Driver> {
+    pub fn new(
+        cfg: DriverConfig,
+        rx: Receiver<Command>,
+        delivery: Box<dyn Delivery>,
+        net: Arc<Transport>,
+        counters: Arc<Counters>,
+        flow: Arc<FlowGate>,
+    ) -> raft::Result<Driver> {
         let id = cfg.me.id.raft_id();
         let (voters, bootstrap, joining) = match cfg.start {
             Start::Bootstrap { history, position } => (vec![id], Some((history, position)), None),
@@ -145,6 +160,8 @@ impl Driver {
             max_token: 0,
             last_own_delivery: now,
             last_fence: now,
+            fc: FlowControl::default(),
+            flow,
         })
     }
 
@@ -204,7 +221,21 @@ impl Driver {
             Command::Net(inbound) => self.on_net(inbound),
             Command::Leave(reply) => self.start_leaving(reply),
             Command::Isolate(on) => self.net.set_isolated(on),
-            Command::Stop => return false,
+            Command::Flow(signal) => {
+                let me = self.me.id.raft_id();
+                if let Some(sig) = self.fc.local(me, signal, Instant::now()) {
+                    self.broadcast_flow(sig);
+                }
+                self.publish_flow();
+            }
+            Command::ResetFlowCounters => {
+                self.fc.reset_counters();
+                self.publish_flow();
+            }
+            Command::Stop => {
+                self.flow.publish(false, false, self.fc.counters(), Instant::now());
+                return false;
+            }
         }
         true
     }
@@ -225,6 +256,14 @@ impl Driver {
                 Err(e) => log::warning!("undecodable raft message from {:x}: {}", from, e),
             },
             Inbound::Frame { kind: KIND_JOIN, payload, .. } => self.on_join_request(&payload),
+            Inbound::Frame { kind: KIND_FLOW, payload, from } => {
+                let signal = if payload.first() == Some(&1) { Signal::Stop } else { Signal::Cont };
+                // Only members may pause the group.
+                if self.state.members().iter().any(|m| m.info.id.raft_id() == from) {
+                    self.fc.on_message(from, signal, Instant::now());
+                    self.publish_flow();
+                }
+            }
             Inbound::Frame { kind, from, .. } => log::debug!("ignoring frame kind {} from {:x}", kind, from),
             Inbound::PeerUp { id, addr, .. } => self.on_peer_up(id, &addr),
             Inbound::PeerDown { .. } => {}
@@ -237,6 +276,24 @@ impl Driver {
         self.leaving_tick();
         self.promote_learners();
         self.maybe_fence();
+        if let Some(sig) = self.fc.tick(self.me.id.raft_id(), Instant::now()) {
+            self.broadcast_flow(sig);
+        }
+        self.publish_flow();
+    }
+
+    fn broadcast_flow(&self, signal: Signal) {
+        let payload = Bytes::from_static(if signal == Signal::Stop { &[1] } else { &[0] });
+        for m in self.state.members() {
+            if m.info.id != self.me.id {
+                self.net.send(m.info.id.raft_id(), KIND_FLOW, payload.clone());
+            }
+        }
+    }
+
+    fn publish_flow(&self) {
+        let now = Instant::now();
+        self.flow.publish(self.fc.paused(now), self.fc.requested(), self.fc.counters(), now);
     }
 
     /// The bootstrapping member records the new component in the log once
@@ -357,6 +414,9 @@ impl Driver {
             Ok(m) => {
                 self.state.apply_membership(m, &mut self.events);
                 self.refresh_peers();
+                let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
+                self.fc.retain_members(&ids);
+                self.publish_flow();
             }
             Err(e) => log::error!("skipping membership change at index {}: {}", index, e),
         }

@@ -9,6 +9,7 @@
 
 mod driver;
 pub mod entry;
+pub mod flow_control;
 mod log;
 mod membership;
 pub mod state;
@@ -24,6 +25,7 @@ pub use entry::{MemberInfo, Transition};
 pub use state::{DonorError, GroupEvent, GroupState, MemberState, View};
 
 use driver::{Command, Counters, Driver, DriverConfig, Start};
+pub use flow_control::Signal;
 use entry::Entry;
 
 use crate::gtid::{Seqno, Uuid};
@@ -81,6 +83,102 @@ pub struct Group {
     threads: Mutex<Vec<JoinHandle<()>>>,
     counters: Arc<Counters>,
     net: Arc<Transport>,
+    flow: Arc<FlowGate>,
+}
+
+/// Flow control as replicating threads see it: the driver opens and
+/// closes it, `certify` and TOI wait at it.
+#[derive(Default)]
+pub(super) struct FlowGate {
+    state: Mutex<FlowState>,
+    cv: std::sync::Condvar,
+}
+
+#[derive(Default, Clone, Copy)]
+struct FlowState {
+    paused: bool,
+    since: Option<Instant>,
+    /// Time paused before `since` (and since the last reset).
+    paused_ns: u64,
+    paused_ns_since_reset: u64,
+    reset_at: Option<Instant>,
+    requested: bool,
+    counters: flow_control::Counters,
+}
+
+/// The six `wsrep_flow_control_*` status values.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FlowStats {
+    pub paused_ns: u64,
+    /// Fraction of time paused since the last reset.
+    pub paused: f64,
+    pub sent: u64,
+    pub recv: u64,
+    pub active: bool,
+    pub requested: bool,
+}
+
+impl FlowGate {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FlowState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The driver publishes flow control's state after every change.
+    pub(super) fn publish(&self, paused: bool, requested: bool, counters: flow_control::Counters, now: Instant) {
+        let mut s = self.lock();
+        if paused && !s.paused {
+            s.since = Some(now);
+        } else if !paused && s.paused {
+            let ns = s.since.take().map_or(0, |t| now.saturating_duration_since(t).as_nanos() as u64);
+            s.paused_ns += ns;
+            s.paused_ns_since_reset += ns;
+        }
+        (s.paused, s.requested, s.counters) = (paused, requested, counters);
+        drop(s);
+        if !paused {
+            self.cv.notify_all();
+        }
+    }
+
+    /// Waits while the group is paused. Bounded: a pause lasts at most a
+    /// lease unless a member keeps asking for it, and the driver re-checks
+    /// on every tick.
+    fn wait(&self, stopped: &std::sync::atomic::AtomicBool, interrupted: &std::sync::atomic::AtomicBool) {
+        let mut s = self.lock();
+        while s.paused && !stopped.load(AtomicOrdering::SeqCst) && !interrupted.load(AtomicOrdering::SeqCst) {
+            s = self.cv.wait_timeout(s, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+
+    fn wake(&self) {
+        let _s = self.lock();
+        self.cv.notify_all();
+    }
+
+    fn stats(&self, now: Instant) -> FlowStats {
+        let s = self.lock();
+        let current = s.since.map_or(0, |t| now.saturating_duration_since(t).as_nanos() as u64);
+        let window = s.reset_at.map_or(0, |t| now.saturating_duration_since(t).as_nanos() as u64);
+        let paused = if window == 0 { 0.0 } else { (s.paused_ns_since_reset + current) as f64 / window as f64 };
+        FlowStats {
+            paused_ns: s.paused_ns + current,
+            paused: paused.min(1.0),
+            sent: s.counters.sent,
+            recv: s.counters.recv,
+            active: s.paused,
+            requested: s.requested,
+        }
+    }
+
+    fn reset(&self, now: Instant) {
+        let mut s = self.lock();
+        s.paused_ns_since_reset = 0;
+        s.reset_at = Some(now);
+        if s.paused {
+            s.paused_ns += s.since.map_or(0, |t| now.saturating_duration_since(t).as_nanos() as u64);
+            s.since = Some(now);
+        }
+    }
 }
 
 impl Group {
@@ -97,13 +195,15 @@ impl Group {
             Mode::Join { peers } => Start::Join { peers },
         };
         let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick };
-        let driver = Driver::new(driver_cfg, rx, delivery, net.clone(), counters.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
+        let flow = Arc::new(FlowGate::default());
+        flow.reset(Instant::now());
+        let driver = Driver::new(driver_cfg, rx, delivery, net.clone(), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
         let forward = {
             let (tx, counters) = (tx.clone(), counters.clone());
             spawn("lockstep-net-in", move || forward_inbound(inbox, tx, counters))?
         };
         let raft = spawn("lockstep-group", move || driver.run())?;
-        Ok(Group { me, tx: Mutex::new(tx), threads: Mutex::new(vec![raft, forward]), counters, net })
+        Ok(Group { me, tx: Mutex::new(tx), threads: Mutex::new(vec![raft, forward]), counters, net, flow })
     }
 
     pub fn me(&self) -> &MemberInfo {
@@ -165,6 +265,32 @@ impl Group {
     /// `gmcast.isolate`: cuts this member off the network (tests), or not.
     pub fn isolate(&self, on: bool) {
         let _ = self.command(Command::Isolate(on));
+    }
+
+    /// This member's backlog crossed a flow-control limit.
+    pub fn flow(&self, signal: Signal) {
+        let _ = self.command(Command::Flow(signal));
+    }
+
+    /// Waits while flow control pauses replication, or until `interrupted`
+    /// is set (a brute-force abort of the waiting transaction; whoever sets
+    /// it calls `wake_flow_waiters`).
+    pub fn wait_flow(&self, interrupted: &std::sync::atomic::AtomicBool) {
+        self.flow.wait(&self.counters.stopped, interrupted);
+    }
+
+    pub fn wake_flow_waiters(&self) {
+        self.flow.wake();
+    }
+
+    pub fn flow_stats(&self) -> FlowStats {
+        self.flow.stats(Instant::now())
+    }
+
+    /// FLUSH STATUS: restarts the paused-fraction window and the counters.
+    pub fn reset_flow_stats(&self) {
+        self.flow.reset(Instant::now());
+        let _ = self.command(Command::ResetFlowCounters);
     }
 
     pub fn send_queue(&self) -> u64 {

@@ -196,3 +196,48 @@ fn causal_reads_from_every_member_are_answered() {
     b.group.stop();
     a.group.stop();
 }
+
+#[test]
+fn a_member_stop_pauses_the_others_until_cont_or_its_lease_runs_out() {
+    let (a, _) = bootstrap(0);
+    a.until("bootstrap view", view_with(1));
+    let b = start("node2", Mode::Join { peers: vec![a.addr()] });
+    a.until("view of 2", view_with(2));
+    b.until("b is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1));
+    let paused_within = |m: &Member, want: bool| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if m.group.flow_stats().active == want {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    };
+    b.group.flow(Signal::Stop);
+    assert!(paused_within(&a, true), "a paused by b's STOP");
+    assert!(b.group.flow_stats().requested);
+    let waited = Instant::now();
+    let waiter = std::thread::scope(|s| {
+        let w = s.spawn(|| {
+            a.group.wait_flow(&Default::default());
+            waited.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        b.group.flow(Signal::Cont);
+        w.join().unwrap()
+    });
+    assert!(waiter >= Duration::from_millis(150), "wait_flow blocked until CONT ({:?})", waiter);
+    assert!(paused_within(&a, false));
+    let s = a.group.flow_stats();
+    assert!(s.recv >= 1 && s.paused_ns > 0, "{:?}", s);
+    // A member that dies while asking for a stop does not stop the group
+    // for more than a lease.
+    b.group.flow(Signal::Stop);
+    assert!(paused_within(&a, true));
+    b.group.stop();
+    let t = Instant::now();
+    a.group.wait_flow(&Default::default());
+    assert!(t.elapsed() <= flow_control::LEASE + Duration::from_millis(500), "{:?}", t.elapsed());
+    a.group.stop();
+}

@@ -53,6 +53,7 @@ impl Shared {
         let status = loop {
             let Some((order, item)) = self.queue.pop() else { break Status::ConnFail };
             let flow = self.process(ctx, order, item);
+            self.check_flow();
             self.maybe_sync();
             match flow {
                 Flow::Continue => {}

@@ -127,6 +127,7 @@ impl Shared {
         // Remote, a local rollback fragment (applied here too), or a local
         // writeset whose client is gone: appliers take it.
         self.queue.push(Item::Apply { seqno, ws, verdict });
+        self.check_flow();
     }
 
     fn certify_ordered(&self, seqno: Seqno, payload: Bytes) -> (WriteSet, Verdict) {
@@ -208,6 +209,11 @@ impl Shared {
             (first, !st.bootstrapping)
         };
         self.status_cv.notify_all();
+        if v.primary {
+            self.refresh_fc_limits();
+            let (lower, upper) = self.fc_limits();
+            log::info!("Flow-control interval: [{}, {}]", lower, upper);
+        }
         if first {
             self.queue.push(Item::Connected(v.clone()));
             if joining {
@@ -245,6 +251,7 @@ impl Shared {
             was
         };
         self.status_cv.notify_all();
+        self.check_flow();
         match state {
             MemberState::Synced if was != Some(MemberState::Synced) => {
                 self.queue.push(Item::Synced);
@@ -270,13 +277,56 @@ impl Shared {
         }
     }
 
-    /// Galera's flow-control interval's lower end: fc_limit scaled by the
-    /// square root of the cluster size (unless single-primary), times
-    /// fc_factor.
     pub(super) fn fc_lower_limit(&self) -> usize {
+        self.fc_limits().0
+    }
+
+    /// Galera's flow-control interval: the upper limit is fc_limit scaled
+    /// by the square root of the cluster size (unless single-primary), the
+    /// lower one that times fc_factor.
+    pub(super) fn fc_limits(&self) -> (usize, usize) {
         let s = self.settings();
         let members = self.status().last_primary_members.max(1) as f64;
         let upper = if s.fc_single_primary { s.fc_limit as f64 } else { s.fc_limit as f64 * members.sqrt() };
-        (upper * s.fc_factor + 0.5) as usize
+        let upper = (upper + 0.5) as usize;
+        ((upper as f64 * s.fc_factor + 0.5) as usize, upper)
+    }
+
+    /// After the backlog changed: ask the group to stop when it passes the
+    /// upper limit, to go on when it is back under the lower one. Only a
+    /// joined or synced member throttles the group: a donor or desynced
+    /// node may fall behind (Galera's default, gcs.sync_donor=no).
+    pub(super) fn check_flow(&self) {
+        let requested = self.fc_requested.load(Ordering::Relaxed);
+        let len = self.queue.len();
+        let (lower, upper) = self.fc_limits_cached();
+        if !requested && len > upper && self.flow_eligible() {
+            if !self.fc_requested.swap(true, Ordering::SeqCst) {
+                if let Some(g) = self.group() {
+                    g.flow(crate::group::Signal::Stop);
+                }
+            }
+        } else if requested && (len <= lower || !self.flow_eligible()) && self.fc_requested.swap(false, Ordering::SeqCst) {
+            if let Some(g) = self.group() {
+                g.flow(crate::group::Signal::Cont);
+            }
+        }
+    }
+
+    fn flow_eligible(&self) -> bool {
+        matches!(self.status().member, Some(MemberState::Synced) | Some(MemberState::Joined))
+    }
+
+    /// The limits change with the view and the options only: cached so
+    /// that the per-writeset check takes no lock.
+    fn fc_limits_cached(&self) -> (usize, usize) {
+        let packed = self.fc_cached_limits.load(Ordering::Relaxed);
+        ((packed >> 32) as usize, (packed & 0xffff_ffff) as usize)
+    }
+
+    pub(super) fn refresh_fc_limits(&self) {
+        let (lower, upper) = self.fc_limits();
+        let packed = ((lower.min(u32::MAX as usize) as u64) << 32) | upper.min(u32::MAX as usize) as u64;
+        self.fc_cached_limits.store(packed, Ordering::Relaxed);
     }
 }

@@ -70,6 +70,7 @@ impl Shared {
         let Some(trx) = self.local_trx(h) else {
             return Status::Ok; // nothing appended: nothing to replicate (Galera)
         };
+        self.wait_flow(&trx.aborted);
         let ws = {
             let mut t = trx.lock();
             if let Err(s) = self.may_replicate(&t) {
@@ -111,6 +112,14 @@ impl Shared {
             return Err(Status::ConnFail);
         }
         Ok(())
+    }
+
+    /// Flow control: new writesets wait while a member asks the group to
+    /// stop (before the trx is locked: a brute-force abort must reach it).
+    pub(super) fn wait_flow(&self, interrupted: &std::sync::atomic::AtomicBool) {
+        if let Some(g) = self.group() {
+            g.wait_flow(interrupted);
+        }
     }
 
     pub(super) fn count_replicated(&self, ws: &WriteSet) {
@@ -359,6 +368,10 @@ impl Shared {
             return Status::NotAllowed;
         }
         t.state = TrxState::MustAbort;
+        trx.aborted.store(true, Ordering::SeqCst);
+        if let Some(g) = self.group() {
+            g.wake_flow_waiters(); // it may wait for flow control in certify
+        }
         Status::Ok
     }
 

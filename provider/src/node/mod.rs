@@ -125,6 +125,11 @@ pub struct Shared {
     skip_upto: AtomicI64,
     /// Joined, waiting for the backlog to drain before syncing.
     awaiting_sync: std::sync::atomic::AtomicBool,
+    /// This node asked the group to stop (flow control).
+    fc_requested: std::sync::atomic::AtomicBool,
+    /// Flow-control limits (lower << 32 | upper), refreshed on views and
+    /// option changes.
+    fc_cached_limits: AtomicU64,
 }
 
 /// The provider instance behind one `wsrep_t`.
@@ -193,6 +198,8 @@ impl Node {
             last_ordered: AtomicI64::new(position.seqno),
             skip_upto: AtomicI64::new(SEQNO_UNDEFINED),
             awaiting_sync: Default::default(),
+            fc_requested: Default::default(),
+            fc_cached_limits: AtomicU64::new((16 << 32) | 16),
         };
         Node { shared: Arc::new(shared) }
     }
@@ -260,6 +267,7 @@ impl Shared {
         }
         crate::log::set_debug(s.debug);
         *self.settings.write().unwrap_or_else(|e| e.into_inner()) = s;
+        self.refresh_fc_limits();
     }
 
     fn group(&self) -> Option<Arc<Group>> {

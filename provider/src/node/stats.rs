@@ -48,6 +48,8 @@ impl Shared {
         drop(st);
         let recv = self.queue.stats();
         let send = self.group().map_or(0, |g| g.send_queue()) as i64;
+        let fc = self.group().map(|g| g.flow_stats()).unwrap_or_default();
+        let yes_no = |b: bool| Str(if b { "true" } else { "false" }.into());
         let (apply, commit) = (self.apply.stats(), self.commit.stats());
         let cert = self.cert.lock().unwrap_or_else(|e| e.into_inner());
         let (cs, index_size) = (cert.stats(), cert.index_size());
@@ -81,12 +83,12 @@ impl Shared {
             (V::LocalRecvQueueMin, Int(recv.min as i64)),
             (V::LocalRecvQueueAvg, Double(recv.avg)),
             (V::LocalCachedDownto, Int(-1)),
-            (V::FlowControlPausedNs, Int(0)),
-            (V::FlowControlPaused, Double(0.0)),
-            (V::FlowControlSent, Int(0)),
-            (V::FlowControlRecv, Int(0)),
-            (V::FlowControlActive, Str("false".into())),
-            (V::FlowControlRequested, Str("false".into())),
+            (V::FlowControlPausedNs, Int(fc.paused_ns as i64)),
+            (V::FlowControlPaused, Double(fc.paused)),
+            (V::FlowControlSent, Int(fc.sent as i64)),
+            (V::FlowControlRecv, Int(fc.recv as i64)),
+            (V::FlowControlActive, yes_no(fc.active)),
+            (V::FlowControlRequested, yes_no(fc.requested)),
             (V::CertDepsDistance, Double(ratio(cs.deps_distance_sum, cs.certified))),
             (V::ApplyOooe, Double(apply.oooe())),
             (V::ApplyOool, Double(apply.oool())),
@@ -116,6 +118,9 @@ impl Shared {
 
     /// FLUSH STATUS.
     pub fn stats_reset(&self) {
+        if let Some(g) = self.group() {
+            g.reset_flow_stats();
+        }
         self.queue.reset_stats();
         self.apply.flush_stats();
         self.commit.flush_stats();

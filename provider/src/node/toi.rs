@@ -21,6 +21,7 @@ impl Shared {
         if let Err(s) = self.check_toi(conn_id, fl) {
             return s;
         }
+        self.wait_flow(&Default::default());
         let ws = match self.toi_writeset(conn_id, keys, action, fl) {
             Ok(ws) => ws,
             Err(s) => return s,

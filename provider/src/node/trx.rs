@@ -63,6 +63,9 @@ pub struct LocalTrx {
     /// The server's transaction id.
     pub trx_id: u64,
     inner: Mutex<TrxInner>,
+    /// Set with MustAbort: wakes the trx if it waits for flow control
+    /// (read without the trx lock, so the wait holds no lock).
+    pub aborted: std::sync::atomic::AtomicBool,
 }
 
 impl LocalTrx {
@@ -102,7 +105,7 @@ impl TrxTable {
             commit: Slot::Free,
             fragments: 0,
         };
-        let trx = Arc::new(LocalTrx { id, trx_id, inner: Mutex::new(inner) });
+        let trx = Arc::new(LocalTrx { id, trx_id, inner: Mutex::new(inner), aborted: Default::default() });
         let mut t = self.lock();
         t.by_id.insert(id, trx.clone());
         t.by_trx.insert(trx_id, id);

@@ -1,0 +1,169 @@
+//! Flow control (Galera's FC_STOP / FC_CONT, contract §9): a member whose
+//! applier backlog grows past the upper limit asks every member to stop
+//! replicating new writesets until its backlog is back under the lower
+//! limit. The whole cluster then goes at the pace of its slowest applier,
+//! which keeps backlogs (and causal-read latency, and memory) bounded.
+//!
+//! Unlike Galera's messages, which travel in total order, ours go straight
+//! over the transport, which may drop them. So a STOP is a lease: its
+//! sender repeats it while it holds, and a receiver forgets a STOP it has
+//! not heard again within `LEASE`. A lost CONT, or a member that dies while
+//! it asks for a stop, costs the cluster at most one lease. Time is an
+//! argument here, so the simulator can drive it.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// How long a STOP holds without being repeated.
+pub const LEASE: Duration = Duration::from_millis(1000);
+/// How often a member repeats its STOP while it holds.
+pub const REPEAT: Duration = Duration::from_millis(200);
+
+/// What the local member asks of the group.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Signal {
+    Stop,
+    Cont,
+}
+
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Counters {
+    /// STOPs this member sent (repeats not counted).
+    pub sent: u64,
+    /// STOPs received from any member, this one included (repeats not
+    /// counted).
+    pub recv: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct FlowControl {
+    /// Members (raft ids) whose STOP holds, with when it lapses.
+    stops: HashMap<u64, Instant>,
+    /// This member's STOP holds.
+    requested: bool,
+    last_repeat: Option<Instant>,
+    counters: Counters,
+}
+
+impl FlowControl {
+    /// Whether replication must wait now.
+    pub fn paused(&self, now: Instant) -> bool {
+        self.stops.values().any(|&until| until > now)
+    }
+
+    pub fn requested(&self) -> bool {
+        self.requested
+    }
+
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    pub fn reset_counters(&mut self) {
+        self.counters = Counters::default();
+    }
+
+    /// The local member's backlog crossed a limit: the signal to broadcast
+    /// (its own STOP counts for itself at once).
+    pub fn local(&mut self, me: u64, signal: Signal, now: Instant) -> Option<Signal> {
+        match (signal, self.requested) {
+            (Signal::Stop, false) => {
+                self.requested = true;
+                self.counters.sent += 1;
+                self.last_repeat = Some(now);
+                self.on_message(me, Signal::Stop, now);
+                Some(Signal::Stop)
+            }
+            (Signal::Cont, true) => {
+                self.requested = false;
+                self.on_message(me, Signal::Cont, now);
+                Some(Signal::Cont)
+            }
+            _ => None,
+        }
+    }
+
+    /// A member's STOP or CONT arrived (or a repeat of it).
+    pub fn on_message(&mut self, from: u64, signal: Signal, now: Instant) {
+        match signal {
+            Signal::Stop => {
+                if self.stops.insert(from, now + LEASE).is_none_or(|until| until <= now) {
+                    self.counters.recv += 1;
+                }
+            }
+            Signal::Cont => {
+                self.stops.remove(&from);
+            }
+        }
+    }
+
+    /// Periodic work: the STOP to repeat, if ours holds and is due; lapsed
+    /// leases are dropped.
+    pub fn tick(&mut self, me: u64, now: Instant) -> Option<Signal> {
+        self.stops.retain(|_, until| *until > now);
+        if !self.requested || self.last_repeat.is_some_and(|t| now < t + REPEAT) {
+            return None;
+        }
+        self.last_repeat = Some(now);
+        self.stops.insert(me, now + LEASE);
+        Some(Signal::Stop)
+    }
+
+    /// A configuration change: STOPs of members that left no longer hold
+    /// (Galera resets flow control on every configuration change).
+    pub fn retain_members(&mut self, members: &[u64]) {
+        self.stops.retain(|id, _| members.contains(id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_pauses_until_cont_and_counts_once() {
+        let now = Instant::now();
+        let mut fc = FlowControl::default();
+        assert!(!fc.paused(now));
+        assert_eq!(fc.local(1, Signal::Stop, now), Some(Signal::Stop));
+        assert_eq!(fc.local(1, Signal::Stop, now), None, "already requested");
+        assert!(fc.paused(now) && fc.requested());
+        fc.on_message(2, Signal::Stop, now);
+        fc.on_message(2, Signal::Stop, now);
+        assert_eq!(fc.counters(), Counters { sent: 1, recv: 2 });
+        assert_eq!(fc.local(1, Signal::Cont, now), Some(Signal::Cont));
+        assert!(fc.paused(now), "member 2 still asks");
+        fc.on_message(2, Signal::Cont, now);
+        assert!(!fc.paused(now));
+    }
+
+    #[test]
+    fn a_stop_not_repeated_lapses() {
+        let t0 = Instant::now();
+        let mut fc = FlowControl::default();
+        fc.on_message(7, Signal::Stop, t0);
+        assert!(fc.paused(t0 + LEASE / 2));
+        assert!(!fc.paused(t0 + LEASE), "the lease ran out: a lost CONT or a dead member");
+    }
+
+    #[test]
+    fn the_requester_repeats_its_stop_while_it_holds() {
+        let t0 = Instant::now();
+        let mut fc = FlowControl::default();
+        fc.local(1, Signal::Stop, t0);
+        assert_eq!(fc.tick(1, t0 + REPEAT / 2), None);
+        assert_eq!(fc.tick(1, t0 + REPEAT), Some(Signal::Stop));
+        assert!(fc.paused(t0 + REPEAT + LEASE / 2), "its own lease is renewed too");
+        fc.local(1, Signal::Cont, t0 + REPEAT * 2);
+        assert_eq!(fc.tick(1, t0 + REPEAT * 3), None);
+    }
+
+    #[test]
+    fn members_that_left_stop_nobody() {
+        let now = Instant::now();
+        let mut fc = FlowControl::default();
+        fc.on_message(7, Signal::Stop, now);
+        fc.retain_members(&[1, 2]);
+        assert!(!fc.paused(now));
+    }
+}
