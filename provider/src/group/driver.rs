@@ -73,6 +73,15 @@ pub(super) struct Counters {
     pub stopped: AtomicBool,
 }
 
+impl Counters {
+    /// One local proposal less in flight; never below zero (a proposal
+    /// counted as failed may still be ordered later, and is then counted
+    /// again).
+    pub fn sent_one_less(&self) {
+        let _ = self.send_queue.fetch_update(AtomicOrdering::Relaxed, AtomicOrdering::Relaxed, |n| Some(n.saturating_sub(1)));
+    }
+}
+
 pub(super) enum Start {
     Bootstrap { history: Uuid, position: Seqno },
     Join { peers: Vec<String> },
@@ -104,6 +113,8 @@ pub(super) struct Driver {
     last_fence: Instant,
     fc: FlowControl,
     flow: Arc<FlowGate>,
+    /// Members the transport is asked to keep links to.
+    peers: std::collections::HashSet<u64>,
 }
 
 pub(super) struct DriverConfig {
@@ -162,6 +173,7 @@ impl Driver {
             last_fence: now,
             fc: FlowControl::default(),
             flow,
+            peers: Default::default(),
         })
     }
 
@@ -394,7 +406,7 @@ impl Driver {
         for ev in &self.events[from..] {
             if let GroupEvent::Ordered { origin, token, .. } = ev {
                 if *origin == self.me.id && *token != 0 {
-                    self.counters.send_queue.fetch_sub(1, AtomicOrdering::Relaxed);
+                    self.counters.sent_one_less();
                     self.last_own_delivery = Instant::now();
                 }
             }
@@ -408,7 +420,8 @@ impl Driver {
         };
         match self.raw.apply_conf_change(&cc) {
             Ok(cs) => self.raw.store().set_conf_state(cs),
-            Err(e) => log::warning!("configuration change at index {} refused by raft: {}", index, e),
+            // Refused alike on every member (e.g. removing the last voter).
+            Err(e) => log::info!("configuration change at index {} refused by raft: {}", index, e),
         }
         match Membership::decode(cc.get_context()) {
             Ok(m) => {
@@ -443,13 +456,23 @@ impl Driver {
         self.refresh_peers();
     }
 
-    /// Tells the transport where every member listens.
+    /// Tells the transport where every member listens, and to stop
+    /// reaching members that left: a restarted node comes back at the same
+    /// address as a new member, and a dialer still looking for its old id
+    /// there would keep breaking the new member's link.
     pub(super) fn refresh_peers(&mut self) {
+        let mut wanted = std::collections::HashSet::new();
         for m in self.state.members() {
             if m.info.id != self.me.id && !m.info.address.is_empty() {
-                self.net.set_peer(m.info.id.raft_id(), &m.info.address);
+                let id = m.info.id.raft_id();
+                self.net.set_peer(id, &m.info.address);
+                wanted.insert(id);
             }
         }
+        for gone in self.peers.difference(&wanted) {
+            self.net.forget(*gone);
+        }
+        self.peers = wanted;
         if self.state.member(self.me.id).is_some() {
             self.joined();
         }
@@ -536,7 +559,7 @@ impl Driver {
     pub(super) fn flush_events(&mut self) {
         for ev in &self.events {
             if let GroupEvent::ProposalFailed { .. } = ev {
-                self.counters.send_queue.fetch_sub(1, AtomicOrdering::Relaxed);
+                self.counters.sent_one_less();
             }
         }
         if !self.events.is_empty() {

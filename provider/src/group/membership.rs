@@ -131,7 +131,7 @@ impl Driver {
         let alone = self.state.members().len() <= 1;
         if self.state.member(self.me.id).is_none() || alone || Instant::now() >= l.deadline {
             if Instant::now() >= l.deadline {
-                log::warning!("leaving without the group's acknowledgement after {:?}", LEAVE_WAIT);
+                log::info!("leaving without the group's acknowledgement after {:?}", LEAVE_WAIT);
             }
             let l = self.leaving.take().expect("checked above");
             self.flush_events();

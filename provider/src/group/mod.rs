@@ -227,7 +227,7 @@ impl Group {
         }
         self.command(Command::Propose { token, data }).inspect_err(|_| {
             if token != 0 {
-                self.counters.send_queue.fetch_sub(1, AtomicOrdering::Relaxed);
+                self.counters.sent_one_less();
             }
         })
     }

@@ -73,13 +73,19 @@ impl Shared {
             st.donors = donor.to_string();
             st.sst = super::sst::Sst::None;
         }
+        self.in_view.store(false, std::sync::atomic::Ordering::SeqCst);
+        let me = {
+            let mut me = self.me.write().unwrap_or_else(|e| e.into_inner());
+            me.id = Uuid::random();
+            me.clone()
+        };
         let settings = self.settings();
         let what = match &mode {
             Mode::Bootstrap { history, position } => format!("bootstrapping {}:{}", history, position),
             Mode::Join { peers } => format!("joining the cluster at {}", peers.join(",")),
         };
         let cfg = GroupConfig {
-            me: self.me.clone(),
+            me,
             mode,
             listen: settings.group_listen.clone(),
             cluster_name: cluster_name.to_string(),
@@ -89,7 +95,7 @@ impl Shared {
         };
         match Group::start(cfg, Box::new(NodeDelivery(self.clone()))) {
             Ok(g) => {
-                log::info!("connected as {} ({}) on {}, {}", self.me.id, self.me.name, g.me().address, what);
+                log::info!("connected as {} ({}) on {}, {}", g.me().id, g.me().name, g.me().address, what);
                 *self.group.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(g));
                 Status::Ok
             }

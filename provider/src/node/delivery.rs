@@ -77,7 +77,7 @@ impl Shared {
         match ev {
             GroupEvent::Ordered { seqno, origin, token, payload } => self.on_ordered(seqno, origin, token, payload),
             GroupEvent::View(v) => self.on_view(v),
-            GroupEvent::MemberState { member, state, desync_count } if member == self.me.id => {
+            GroupEvent::MemberState { member, state, desync_count } if member == self.my_id() => {
                 self.on_member_state(state, desync_count)
             }
             GroupEvent::MemberState { .. } => {}
@@ -85,7 +85,7 @@ impl Shared {
                 self.complete(token, Outcome::Failed);
             }
             GroupEvent::StateTransfer { joiner, donor, request, seqno, .. } => self.on_state_transfer(joiner, donor, request, seqno),
-            GroupEvent::Fenced { origin, token } if origin == self.me.id => self.fail_fenced(token),
+            GroupEvent::Fenced { origin, token } if origin == self.my_id() => self.fail_fenced(token),
             GroupEvent::Fenced { .. } => {}
             GroupEvent::Restored { node, view } => self.on_restored(&node, view),
         }
@@ -121,7 +121,13 @@ impl Shared {
         self.counters.received_bytes.fetch_add(payload.len() as u64, Ordering::Relaxed);
         let (ws, verdict) = self.certify_ordered(seqno, payload);
         self.last_ordered.store(seqno, Ordering::SeqCst);
-        if origin == self.me.id && token != 0 && self.complete(token, Outcome::Ordered { seqno, verdict }) {
+        if !self.in_view.load(Ordering::SeqCst) {
+            // Ordered before this node became a member (a joiner replaying
+            // the log): it is in the state the joiner will receive, and
+            // only feeds certification here.
+            return;
+        }
+        if origin == self.my_id() && token != 0 && self.complete(token, Outcome::Ordered { seqno, verdict }) {
             return;
         }
         // Remote, a local rollback fragment (applied here too), or a local
@@ -198,6 +204,7 @@ impl Shared {
             }
             let first = !st.connected_sent;
             st.connected_sent = true;
+            self.in_view.store(true, Ordering::SeqCst);
             st.history = v.history;
             st.view = Some(v.clone());
             if v.primary {

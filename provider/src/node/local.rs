@@ -65,7 +65,7 @@ impl Shared {
     pub fn certify(&self, conn_id: u64, h: &mut Handle, fl: u32, meta: &mut Meta) -> Status {
         meta.gtid = Gtid::UNDEFINED;
         meta.depends_on = SEQNO_UNDEFINED;
-        meta.stid.node = self.me.id;
+        meta.stid.node = self.my_id();
         meta.stid.trx = h.trx_id;
         let Some(trx) = self.local_trx(h) else {
             return Status::Ok; // nothing appended: nothing to replicate (Galera)
@@ -76,7 +76,7 @@ impl Shared {
             if let Err(s) = self.may_replicate(&t) {
                 return s;
             }
-            let ws = t.builder.take(fl & flags::MASK, self.me.id, trx.trx_id, conn_id, self.apply.last_left());
+            let ws = t.builder.take(fl & flags::MASK, self.my_id(), trx.trx_id, conn_id, self.apply.last_left());
             t.state = TrxState::Replicating;
             t.fragments += 1;
             ws
@@ -388,7 +388,7 @@ impl Shared {
         self.counters.local_replays.fetch_add(1, Ordering::Relaxed);
         let meta = Meta {
             gtid: Gtid::new(self.history(), seqno),
-            stid: Stid { node: self.me.id, trx: trx.trx_id, conn: ws.conn_id },
+            stid: Stid { node: self.my_id(), trx: trx.trx_id, conn: ws.conn_id },
             depends_on,
         };
         let handle = Handle { trx_id: trx.trx_id, opaque: Opaque::Applier(seqno).encode() };
@@ -441,7 +441,7 @@ impl Shared {
         }
         let ws = WriteSet::new(
             flags::ROLLBACK | flags::PA_UNSAFE,
-            self.me.id,
+            self.my_id(),
             trx_id,
             CONN_NONE,
             self.apply.last_left(),

@@ -97,7 +97,11 @@ pub struct Shared {
     app: Box<dyn Application>,
     allow: crate::transport::Allow,
     isolation: Option<&'static std::sync::atomic::AtomicU8>,
-    me: MemberInfo,
+    /// This node as group members see it. Its id is new at every connect
+    /// (Galera's gcomm UUID alike; the server forgets the old one at the
+    /// final view), so a node that reconnects is never mistaken for its
+    /// previous self in the log.
+    me: RwLock<MemberInfo>,
     settings: RwLock<Settings>,
     saved: Mutex<SavedState>,
     group: RwLock<Option<Arc<Group>>>,
@@ -125,6 +129,9 @@ pub struct Shared {
     skip_upto: AtomicI64,
     /// Joined, waiting for the backlog to drain before syncing.
     awaiting_sync: std::sync::atomic::AtomicBool,
+    /// This connection has seen a view it is a member of: before that,
+    /// ordered writesets belong to the state a joiner receives.
+    in_view: std::sync::atomic::AtomicBool,
     /// This node asked the group to stop (flow control).
     fc_requested: std::sync::atomic::AtomicBool,
     /// Flow-control limits (lower << 32 | upper), refreshed on views and
@@ -159,12 +166,12 @@ impl Node {
             incoming: args.node_incoming,
             address: args.settings.group_address.clone(),
         };
-        crate::log::info!("Node {} ({}) starts at {}:{}", me.id, me.name, position.uuid, position.seqno);
+        crate::log::info!("Node {} starts at {}:{}", me.name, position.uuid, position.seqno);
         let shared = Shared {
             app,
             allow: args.allow,
             isolation: args.isolation,
-            me,
+            me: RwLock::new(me),
             settings: RwLock::new(args.settings),
             saved: Mutex::new(saved),
             group: RwLock::new(None),
@@ -198,6 +205,7 @@ impl Node {
             last_ordered: AtomicI64::new(position.seqno),
             skip_upto: AtomicI64::new(SEQNO_UNDEFINED),
             awaiting_sync: Default::default(),
+            in_view: Default::default(),
             fc_requested: Default::default(),
             fc_cached_limits: AtomicU64::new((16 << 32) | 16),
         };
@@ -205,7 +213,7 @@ impl Node {
     }
 
     pub fn member_id(&self) -> Uuid {
-        self.shared.me.id
+        self.shared.my_id()
     }
 
     pub fn connect(&self, cluster_name: &str, address: &lockstep_config::ClusterAddress, donor: &str, bootstrap: bool) -> Status {
@@ -268,6 +276,11 @@ impl Shared {
         crate::log::set_debug(s.debug);
         *self.settings.write().unwrap_or_else(|e| e.into_inner()) = s;
         self.refresh_fc_limits();
+    }
+
+    /// This connection's member id.
+    fn my_id(&self) -> Uuid {
+        self.me.read().unwrap_or_else(|e| e.into_inner()).id
     }
 
     fn group(&self) -> Option<Arc<Group>> {

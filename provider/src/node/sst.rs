@@ -98,10 +98,10 @@ impl Shared {
             Ok(d) => log::info!("Member {} requested state transfer: selected donor {}", name(joiner), name(d)),
             Err(e) => log::warning!("Member {} requested state transfer but no donor is available ({:?}); it will retry", name(joiner), e),
         }
-        if joiner == self.me.id {
+        if joiner == self.my_id() {
             self.set_sst(if donor.is_ok() { Sst::Transferring } else { Sst::Retry });
         }
-        if donor == Ok(self.me.id) {
+        if donor == Ok(self.my_id()) {
             self.queue.push(super::applier::Item::Donate { request, seqno });
         }
     }

@@ -111,7 +111,7 @@ impl Shared {
             (V::EvsEvictList, Str(String::new())),
             (V::EvsReplLatency, Str("0/0/0/0/0".into())),
             (V::EvsState, Str(if view.is_some() { "OPERATIONAL" } else { "CLOSED" }.into())),
-            (V::GcommUuid, Str(self.me.id.to_string())),
+            (V::GcommUuid, Str(self.my_id().to_string())),
             (V::GmcastSegment, Str("0".into())),
         ]
     }

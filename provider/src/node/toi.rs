@@ -15,7 +15,7 @@ use crate::writeset::{flags, Builder, KeyKind, WriteSet};
 impl Shared {
     pub fn to_execute_start(&self, conn_id: u64, keys: &[KeyParts], action: &[&[u8]], fl: u32, meta: &mut Meta) -> Status {
         meta.gtid = Gtid::UNDEFINED;
-        meta.stid.node = self.me.id;
+        meta.stid.node = self.my_id();
         meta.stid.trx = TRX_NONE;
         meta.stid.conn = conn_id;
         if let Err(s) = self.check_toi(conn_id, fl) {
@@ -81,7 +81,7 @@ impl Shared {
         for a in action {
             b.append_data(a, limit).map_err(|_| Status::SizeExceeded)?;
         }
-        Ok(b.take((fl & flags::MASK) | flags::ISOLATION, self.me.id, TRX_NONE, conn_id, self.apply.last_left()))
+        Ok(b.take((fl & flags::MASK) | flags::ISOLATION, self.my_id(), TRX_NONE, conn_id, self.apply.last_left()))
     }
 
     pub fn to_execute_end(&self, conn_id: u64, error: &[u8]) -> Status {
