@@ -53,6 +53,13 @@ pub(super) enum Command {
 pub(super) const KIND_RAFT: u8 = 1;
 pub(super) const KIND_JOIN: u8 = 2;
 pub(super) const KIND_FLOW: u8 = 3;
+/// "You are out": sent to a member the group has just removed (the leader
+/// stops replicating to it, so it would never see its removal commit).
+pub(super) const KIND_LEFT: u8 = 4;
+
+/// How long a departed member stays reachable, so that the notice of its
+/// removal gets through before its link is dropped.
+const FORGET_AFTER: Duration = Duration::from_secs(2);
 
 /// How many commands one loop turn takes before handling a Ready: proposals
 /// that arrive together are appended and sent together.
@@ -60,8 +67,15 @@ const BATCH: usize = 256;
 
 /// Snapshot every this many applied entries, keeping this many behind it
 /// for followers that lag a little.
+#[cfg(not(test))]
 const SNAPSHOT_EVERY: u64 = 16384;
+#[cfg(not(test))]
 const LOG_KEEP: u64 = 4096;
+// Small in tests, so that joiners meet compacted logs.
+#[cfg(test)]
+const SNAPSHOT_EVERY: u64 = 64;
+#[cfg(test)]
+const LOG_KEEP: u64 = 16;
 
 /// A local proposal still waiting this long is presumed lost with a
 /// leader: fence it so the client learns its fate.
@@ -115,6 +129,10 @@ pub(super) struct Driver {
     flow: Arc<FlowGate>,
     /// Members the transport is asked to keep links to.
     peers: std::collections::HashSet<u64>,
+    /// Departed members, and when to drop their links.
+    departed: Vec<(u64, Instant)>,
+    /// A member told us the group removed us.
+    pub(super) removed: bool,
 }
 
 pub(super) struct DriverConfig {
@@ -148,7 +166,7 @@ impl Driver {
             ..Default::default()
         };
         config.validate()?;
-        let logger = slog::Logger::root(slog::Discard, slog::o!());
+        let logger = super::raft_log::logger();
         let raw = RawNode::new(&config, GroupLog::new(voters), &logger)?;
         let now = Instant::now();
         Ok(Driver {
@@ -174,6 +192,8 @@ impl Driver {
             fc: FlowControl::default(),
             flow,
             peers: Default::default(),
+            departed: Vec::new(),
+            removed: false,
         })
     }
 
@@ -268,6 +288,12 @@ impl Driver {
                 Err(e) => log::warning!("undecodable raft message from {:x}: {}", from, e),
             },
             Inbound::Frame { kind: KIND_JOIN, payload, .. } => self.on_join_request(&payload),
+            Inbound::Frame { kind: KIND_LEFT, payload, .. } => {
+                if payload[..] == self.me.id.0[..] {
+                    self.removed = true;
+                    self.leaving_tick();
+                }
+            }
             Inbound::Frame { kind: KIND_FLOW, payload, from } => {
                 let signal = if payload.first() == Some(&1) { Signal::Stop } else { Signal::Cont };
                 // Only members may pause the group.
@@ -284,6 +310,14 @@ impl Driver {
     }
 
     fn on_tick(&mut self) {
+        let now = Instant::now();
+        let (due, keep): (Vec<_>, Vec<_>) = self.departed.drain(..).partition(|(_, at)| *at <= now);
+        self.departed = keep;
+        for (id, _) in due {
+            if !self.peers.contains(&id) {
+                self.net.forget(id);
+            }
+        }
         self.joining_tick();
         self.leaving_tick();
         self.promote_learners();
@@ -425,6 +459,11 @@ impl Driver {
         }
         match Membership::decode(cc.get_context()) {
             Ok(m) => {
+                if let Membership::Remove { member } = &m {
+                    if *member != self.me.id {
+                        self.net.send(member.raft_id(), KIND_LEFT, Bytes::copy_from_slice(&member.0));
+                    }
+                }
                 self.state.apply_membership(m, &mut self.events);
                 self.refresh_peers();
                 let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
@@ -469,8 +508,9 @@ impl Driver {
                 wanted.insert(id);
             }
         }
+        let now = Instant::now();
         for gone in self.peers.difference(&wanted) {
-            self.net.forget(*gone);
+            self.departed.push((*gone, now + FORGET_AFTER));
         }
         self.peers = wanted;
         if self.state.member(self.me.id).is_some() {

@@ -101,12 +101,17 @@ impl Storage for GroupLog {
         self.mem.last_index()
     }
 
-    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+    fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
         let first = self.mem.first_index()?;
         if let Some(s) = self.snapshot.borrow().as_ref() {
-            let index = s.get_metadata().index;
-            // Usable when the log continues right after it.
-            if index + 1 >= first && index >= request_index {
+            let md = s.get_metadata();
+            let cs = md.get_conf_state();
+            // Usable when the log continues right after it, and when it
+            // knows the recipient: raft-rs refuses a snapshot whose
+            // configuration does not include itself (a joiner added after
+            // the snapshot was made).
+            let knows = cs.get_voters().contains(&to) || cs.get_learners().contains(&to);
+            if md.index + 1 >= first && md.index >= request_index && knows {
                 return Ok(s.clone());
             }
         }

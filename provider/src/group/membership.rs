@@ -129,7 +129,8 @@ impl Driver {
     pub(super) fn leaving_tick(&mut self) {
         let Some(l) = self.leaving.as_ref() else { return };
         let alone = self.state.members().len() <= 1;
-        if self.state.member(self.me.id).is_none() || alone || Instant::now() >= l.deadline {
+        let out = self.removed || self.state.member(self.me.id).is_none();
+        if out || alone || Instant::now() >= l.deadline {
             if Instant::now() >= l.deadline {
                 log::info!("leaving without the group's acknowledgement after {:?}", LEAVE_WAIT);
             }

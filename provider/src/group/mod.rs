@@ -12,6 +12,7 @@ pub mod entry;
 pub mod flow_control;
 mod log;
 mod membership;
+mod raft_log;
 pub mod state;
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering as AtomicOrdering};

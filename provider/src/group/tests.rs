@@ -150,8 +150,11 @@ fn three_members_see_the_same_order_and_views() {
     let seqnos: Vec<Seqno> = oa.iter().map(|o| o.0).collect();
     assert!(seqnos.windows(2).all(|w| w[1] == w[0] + 1), "gap-free: {:?}", seqnos);
 
-    // A graceful leave: the others see a view without it.
+    // A graceful leave: the others see a view without it, and the leaver
+    // hears of it at once (not after the leave's time limit).
+    let leaving = Instant::now();
     c.group.leave();
+    assert!(leaving.elapsed() < Duration::from_secs(2), "leave took {:?}", leaving.elapsed());
     a.until("view of 2 after the leave", view_with(2));
     b.until("view of 2 after the leave on b", view_with(2));
     for m in [&a, &b, &c] {
@@ -239,5 +242,30 @@ fn a_member_stop_pauses_the_others_until_cont_or_its_lease_runs_out() {
     let t = Instant::now();
     a.group.wait_flow(&Default::default());
     assert!(t.elapsed() <= flow_control::LEASE + Duration::from_millis(500), "{:?}", t.elapsed());
+    a.group.stop();
+}
+
+#[test]
+fn a_joiner_meeting_a_compacted_log_restores_from_a_snapshot() {
+    if std::env::var("LOCKSTEP_TEST_DEBUG").is_ok() {
+        crate::log::set_debug(true);
+    }
+    let (a, _) = bootstrap(0);
+    a.until("bootstrap view", view_with(1));
+    // Well past a snapshot: the log no longer starts at index 1.
+    for i in 1..=200u64 {
+        a.group.propose(i, |buf| buf.extend_from_slice(&i.to_le_bytes()), 8).unwrap();
+    }
+    assert_eq!(ordered_of(&a, 200).len(), 200);
+    let b = start("node2", Mode::Join { peers: vec![a.addr()] });
+    match b.until("b restored or in a view", |e| matches!(e, GroupEvent::Restored { .. }) || matches!(e, GroupEvent::View(v) if v.my_idx == 1)) {
+        GroupEvent::Restored { view, .. } => assert_eq!((view.members.len(), view.my_idx), (2, 1)),
+        e => panic!("expected a snapshot, got {:?}", e),
+    }
+    // b orders what comes next like a.
+    b.group.propose(1, |buf| buf.extend_from_slice(b"x"), 1).unwrap();
+    let (oa, ob) = (ordered_of(&a, 1), ordered_of(&b, 1));
+    assert_eq!(oa, ob);
+    b.group.stop();
     a.group.stop();
 }

@@ -267,7 +267,9 @@ impl Shared {
             Opaque::Applier(seqno) if !self.apply.is_entered(seqno) => Status::TrxMissing,
             Opaque::Applier(seqno) => {
                 if !error.is_empty() {
-                    log::warning!("applier reported an error for seqno {}: {}", seqno, String::from_utf8_lossy(error));
+                    // Galera would start a consistency vote here; lockstep
+                    // does not vote yet (the error is logged, not acted on).
+                    log::info!("applying seqno {} failed on this node: {}", seqno, String::from_utf8_lossy(error));
                 }
                 self.commit.finish(seqno);
                 Status::Ok
