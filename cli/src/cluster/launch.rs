@@ -51,11 +51,31 @@ impl Cluster {
 
     /// [`Cluster::up`], reporting each node's milestones as they happen.
     pub fn up_with_progress(
+        spec: ClusterSpec,
+        progress: &mut dyn FnMut(usize, Phase),
+    ) -> Result<Cluster> {
+        let nodes = spec.nodes;
+        Cluster::up_first(spec, nodes, progress)
+    }
+
+    /// [`Cluster::up_with_progress`], but only nodes 1..=`count` are
+    /// started; the others get their datadir and my.cnf and stay down
+    /// until [`Node::start`] (then they join the running ones by state
+    /// transfer). For tests where a node joins a cluster that already
+    /// runs, with ports and configuration known from the start.
+    pub fn up_first(
         mut spec: ClusterSpec,
+        count: usize,
         progress: &mut dyn FnMut(usize, Phase),
     ) -> Result<Cluster> {
         spec.dir = absolute(&spec.dir)?;
         spec.validate()?;
+        if !(1..=spec.nodes).contains(&count) {
+            return Err(Error::msg(format!(
+                "cannot start {count} of the {} nodes of the cluster",
+                spec.nodes
+            )));
+        }
         let tools = preflight::tools(&spec)?;
         let provider_path = spec.provider.resolve()?;
         prepare_dir(&spec)?;
@@ -69,7 +89,7 @@ impl Cluster {
         })?;
         let cluster = Cluster::new(spec, provider_path, Some(tools), true);
         // On error `cluster` is dropped here, which stops what was started.
-        cluster.start_all(progress)?;
+        cluster.start_first(count, progress)?;
         Ok(cluster)
     }
 
@@ -110,12 +130,15 @@ impl Cluster {
         }
     }
 
-    fn start_all(&self, progress: &mut dyn FnMut(usize, Phase)) -> Result<()> {
+    /// Initialises every datadir; starts nodes 1..=count in turn.
+    fn start_first(&self, count: usize, progress: &mut dyn FnMut(usize, Phase)) -> Result<()> {
         for node in 1..=self.spec.nodes {
             progress(node, Phase::Initialising);
             self.install_db(node)?;
-            self.node(node)
-                .start_with_progress(&mut |phase| progress(node, phase))?;
+            if node <= count {
+                self.node(node)
+                    .start_with_progress(&mut |phase| progress(node, phase))?;
+            }
         }
         self.wait_synced(Duration::from_secs(30))
     }

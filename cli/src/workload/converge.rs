@@ -16,18 +16,23 @@ pub struct Converged {
     pub waited: Duration,
 }
 
-/// Waits until `wsrep_last_committed` is equal on every node of the
-/// cluster. Call it when no client writes any more: then the highest seqno
-/// is committed on its origin, and equal everywhere means every node has
-/// committed everything. Fails at `timeout` with the last seqno of each
+/// Waits until `wsrep_last_committed` is equal on every running node of
+/// the cluster. Call it when no client writes any more: then the highest
+/// seqno is committed on its origin, and equal everywhere means every node
+/// has committed everything. Fails at `timeout` with the last seqno of each
 /// node (or why it did not answer).
+///
+/// Nodes the test stopped (or never started) are left out: they cannot
+/// converge, and whether a node must run is the caller's business (the
+/// checks that read every node fail on one that is down).
 pub fn wait_converged(cluster: &Cluster, timeout: Duration) -> Result<Converged> {
     let started = Instant::now();
     // Bounded by the deadline; each poll is bounded by the status timeout.
     loop {
         let seqnos: Vec<(usize, std::result::Result<i64, String>)> = cluster
-            .nodes()
-            .map(|n| (n.index(), last_committed(n)))
+            .running_nodes()
+            .into_iter()
+            .map(|n| (n, last_committed(cluster.node(n))))
             .collect();
         if let Some(seqno) = common_seqno(&seqnos) {
             return Ok(Converged {
@@ -91,9 +96,14 @@ pub struct Counters {
     pub last_committed: Option<i64>,
 }
 
-/// Every node's counters now.
+/// Every running node's counters now (a node that is down has none; one
+/// that starts or stops during a run shows `?` in the run's [`delta`]).
 pub fn counters(cluster: &Cluster) -> Result<Vec<Counters>> {
-    cluster.nodes().map(node_counters).collect()
+    cluster
+        .running_nodes()
+        .into_iter()
+        .map(|n| node_counters(cluster.node(n)))
+        .collect()
 }
 
 fn node_counters(node: Node) -> Result<Counters> {
@@ -132,6 +142,33 @@ pub fn delta(before: &[Counters], after: &[Counters]) -> Vec<Counters> {
                 fc_paused_ns: sub(a.fc_paused_ns, b.fc_paused_ns),
                 fc_sent: sub(a.fc_sent, b.fc_sent),
                 last_committed: sub(a.last_committed, b.last_committed),
+            }
+        })
+        .collect()
+}
+
+/// Two runs' [`delta`]s added up per node (unknown where either is).
+pub fn sum(first: &[Counters], second: &[Counters]) -> Vec<Counters> {
+    let add = |a: Option<i64>, b: Option<i64>| Some(a? + b?);
+    let mut nodes: Vec<usize> = first.iter().chain(second).map(|c| c.node).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let of = |list: &[Counters], node| {
+        let found = list.iter().find(|c| c.node == node).cloned();
+        found.unwrap_or(Counters { node, ..Counters::default() })
+    };
+    nodes
+        .into_iter()
+        .map(|node| {
+            let (a, b) = (of(first, node), of(second, node));
+            Counters {
+                node,
+                cert_failures: add(a.cert_failures, b.cert_failures),
+                bf_aborts: add(a.bf_aborts, b.bf_aborts),
+                replays: add(a.replays, b.replays),
+                fc_paused_ns: add(a.fc_paused_ns, b.fc_paused_ns),
+                fc_sent: add(a.fc_sent, b.fc_sent),
+                last_committed: add(a.last_committed, b.last_committed),
             }
         })
         .collect()
@@ -185,5 +222,16 @@ mod tests {
         assert_eq!(d[1].cert_failures, Some(0));
         assert_eq!(d[1].bf_aborts, None);
         assert!(d[1].to_string().contains("bf_aborts=?"));
+        // A node that started during the run has no "before": unknown, not
+        // its absolute counters passed off as the run's.
+        let d = delta(&[at(1, 1)], &[at(1, 2), at(4, 5)]);
+        assert_eq!(d[1].node, 4);
+        assert_eq!(d[1].cert_failures, None);
+        let total = sum(&[at(1, 1), at(2, 2)], &[at(2, 3), at(3, 4)]);
+        let nodes: Vec<usize> = total.iter().map(|c| c.node).collect();
+        assert_eq!(nodes, [1, 2, 3]);
+        assert_eq!(total[1].cert_failures, Some(5));
+        assert_eq!(total[1].last_committed, Some(50));
+        assert_eq!(total[0].cert_failures, None);
     }
 }

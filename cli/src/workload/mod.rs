@@ -240,6 +240,23 @@ pub fn node_of_worker(cluster: &Cluster, worker: usize) -> usize {
     worker % cluster.len() + 1
 }
 
+/// The nodes a workload runs on: `nodes` when given, else all nodes
+/// 1..=`cluster_len`; an error naming the first node the cluster does not
+/// have (a workload configured for a bigger cluster than it runs on).
+fn nodes_to_use(cluster_len: usize, nodes: &[usize]) -> Result<Vec<usize>> {
+    if nodes.is_empty() {
+        return Ok((1..=cluster_len).collect());
+    }
+    match nodes.iter().find(|n| !(1..=cluster_len).contains(*n)) {
+        Some(bad) => Err(Error::Unexpected {
+            node: *bad,
+            sql: "(workload configuration)".into(),
+            what: format!("node{bad} is not in this cluster of {cluster_len} nodes"),
+        }),
+        None => Ok(nodes.to_vec()),
+    }
+}
+
 /// One divergence per key whose row is not the same on every node
 /// (`per_node`: node, then key to the row as text).
 fn rows_agree(table: &str, per_node: &[(usize, BTreeMap<i64, String>)]) -> Vec<Divergence> {
@@ -265,21 +282,34 @@ fn rows_agree(table: &str, per_node: &[(usize, BTreeMap<i64, String>)]) -> Vec<D
 }
 
 /// When a run of several threads stops: at the deadline, after `max`
-/// successes, or as soon as one thread failed.
-struct Bound {
+/// successes, as soon as one thread failed, or when the caller's `stop`
+/// flag is set (a load that lasts until something else happened, still
+/// bounded by the deadline).
+struct Bound<'a> {
     deadline: Instant,
     max: u64,
     done: AtomicU64,
     failed: AtomicBool,
+    stop: Option<&'a AtomicBool>,
 }
 
-impl Bound {
-    fn new(duration: Duration, max: u64) -> Bound {
+impl Bound<'static> {
+    fn new(duration: Duration, max: u64) -> Bound<'static> {
         Bound {
             deadline: Instant::now() + duration,
             max,
             done: AtomicU64::new(0),
             failed: AtomicBool::new(false),
+            stop: None,
+        }
+    }
+}
+
+impl<'a> Bound<'a> {
+    fn or_when(self, stop: &'a AtomicBool) -> Bound<'a> {
+        Bound {
+            stop: Some(stop),
+            ..self
         }
     }
 
@@ -287,6 +317,7 @@ impl Bound {
         Instant::now() >= self.deadline
             || self.done.load(Ordering::Relaxed) >= self.max
             || self.failed.load(Ordering::Relaxed)
+            || self.stop.is_some_and(|s| s.load(Ordering::Relaxed))
     }
 
     fn success(&self) {
@@ -303,11 +334,25 @@ fn on_threads<T: Send>(
     bound: &Bound,
     body: impl Fn(usize, Node) -> Result<T> + Sync,
 ) -> Result<Vec<T>> {
+    let all: Vec<usize> = (1..=cluster.len()).collect();
+    on_nodes(cluster, &all, threads, bound, body)
+}
+
+/// [`on_threads`] over some nodes only: thread `i` on `nodes[i % len]`.
+/// `nodes` must be non-empty and name nodes of the cluster (see
+/// [`nodes_to_use`]).
+fn on_nodes<T: Send>(
+    cluster: &Cluster,
+    nodes: &[usize],
+    threads: usize,
+    bound: &Bound,
+    body: impl Fn(usize, Node) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
     let body = &body;
     let results: Vec<Result<T>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
-                let node = cluster.node(node_of_worker(cluster, i));
+                let node = cluster.node(nodes[i % nodes.len()]);
                 scope.spawn(move || {
                     let result = body(i, node);
                     if result.is_err() {
@@ -345,6 +390,18 @@ impl Latency {
             p50: at(0.50),
             p99: at(0.99),
             max: at(1.0),
+        }
+    }
+}
+
+impl Latency {
+    /// Each percentile the higher of the two: a bound for two runs taken
+    /// together when their samples are gone.
+    pub fn worse(&self, other: &Latency) -> Latency {
+        Latency {
+            p50: self.p50.max(other.p50),
+            p99: self.p99.max(other.p99),
+            max: self.max.max(other.max),
         }
     }
 }
@@ -420,6 +477,18 @@ mod tests {
             found[0].to_string(),
             "t id=1 differs: node1=a, node2=a, node3=(no row)"
         );
+    }
+
+    #[test]
+    fn workload_nodes_default_to_all_and_must_exist() {
+        assert_eq!(nodes_to_use(3, &[]).unwrap(), [1, 2, 3]);
+        assert_eq!(nodes_to_use(4, &[4, 2]).unwrap(), [4, 2]);
+        let err = nodes_to_use(3, &[1, 4]).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "node4: `(workload configuration)`: node4 is not in this cluster of 3 nodes"
+        );
+        assert!(nodes_to_use(3, &[0]).is_err());
     }
 
     #[test]

@@ -105,3 +105,80 @@ pub fn assert_synced_alone(node: Node) {
     assert_eq!(status.get("wsrep_cluster_size"), Some("1"));
     assert_eq!(status.get("wsrep_ready"), Some("ON"));
 }
+
+/// Starts nodes 1..=`count` of the cluster (the others stay down, to be
+/// started by the test), or fails the test with the launcher's explanation.
+pub fn up_first(spec: ClusterSpec, count: usize) -> Cluster {
+    let result = Cluster::up_first(spec, count, &mut |node, phase| {
+        if let Phase::Synced { elapsed } = phase {
+            eprintln!("node{node}: Synced in {:.1}s", elapsed.as_secs_f64());
+        }
+    });
+    result.unwrap_or_else(|e| panic!("cluster up ({count} nodes) failed: {e}"))
+}
+
+/// Starts a stopped node (it joins the running ones), printing its
+/// milestones; fails the test with the node's log tail if it does not
+/// reach Synced. Returns the time from launch to Synced and whether the
+/// server went through the joiner state (a state transfer).
+pub fn start_node(node: Node) -> (Duration, bool) {
+    let mut synced = Duration::ZERO;
+    let mut joined = false;
+    let result = node.start_with_progress(&mut |phase| {
+        match phase {
+            Phase::Joining => joined = true,
+            Phase::Synced { elapsed } => synced = elapsed,
+            _ => {}
+        }
+        eprintln!("{}: {phase:?}", node.name());
+    });
+    result.unwrap_or_else(|e| panic!("starting {} failed: {e}", node.name()));
+    (synced, joined)
+}
+
+/// A whole number from the environment, or `default`.
+pub fn env_number(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(text) => text
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} must be a whole number, not {text:?}")),
+        Err(_) => default,
+    }
+}
+
+/// Seconds from the environment, or `default`.
+pub fn env_secs(name: &str, default: u64) -> Duration {
+    Duration::from_secs(env_number(name, default))
+}
+
+/// `LOCKSTEP_TEST_SEED`, or one from the clock (workloads print theirs).
+pub fn test_seed() -> u64 {
+    env_number(
+        "LOCKSTEP_TEST_SEED",
+        lockstep_cli::workload::Rng::seed_from_clock(),
+    )
+}
+
+/// The cluster tests of one test binary take turns: each runs several
+/// servers and a load on a small machine (2 cores in CI), and two at once
+/// would measure their contention, not replication.
+static ONE_CLUSTER_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+pub fn take_turn() -> std::sync::MutexGuard<'static, ()> {
+    // A test that failed while holding the turn poisons the lock; the
+    // next test is still fine to run.
+    ONE_CLUSTER_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Sets the flag when dropped: a load on another thread that runs until
+/// the flag is set stops when the test's own thread is done with its part,
+/// or panics (a failing test does not wait for the load's deadline).
+pub struct StopOnDrop<'a>(pub &'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}

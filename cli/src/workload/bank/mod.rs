@@ -20,10 +20,10 @@ pub use check::{check, snapshot, verify, BankCheck, BankSnapshot};
 
 use super::converge::{self, Counters};
 use super::sql::Session;
-use super::{on_threads, Bound, Divergence, Error, Latency, Result, Rng};
+use super::{nodes_to_use, on_nodes, Bound, Divergence, Error, Latency, Result, Rng};
 use crate::cluster::Cluster;
 use std::fmt;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::{Duration, Instant};
 
 /// How big and how long a bank run is.
@@ -33,8 +33,16 @@ pub struct BankConfig {
     pub accounts: u32,
     pub initial_balance: i64,
     /// Worker threads, each with its own connection; worker `i` talks to
-    /// node `i % nodes + 1`.
+    /// node `i % nodes + 1` (or to `nodes[i % nodes.len()]`).
     pub workers: usize,
+    /// The nodes the workers talk to; empty: every node of the cluster.
+    /// The others only replicate (e.g. a node that is about to be stopped,
+    /// or one that joins during the run).
+    pub nodes: Vec<usize>,
+    /// The id of the run's first transfer: a second run checked together
+    /// with a first one ([`BankRun::then`]) starts at the first one's
+    /// [`BankRun::next_transfer_id`], so the ids in `bank.log` stay unique.
+    pub first_transfer_id: u64,
     /// The run stops at this time ...
     pub duration: Duration,
     /// ... or when this many transfers have committed, whichever is first.
@@ -58,6 +66,8 @@ impl Default for BankConfig {
             accounts: 50,
             initial_balance: 1000,
             workers: 12,
+            nodes: Vec::new(),
+            first_transfer_id: 1,
             duration: Duration::from_secs(60),
             max_transfers: 1_000_000,
             max_amount: 100,
@@ -113,6 +123,15 @@ impl NodeCounts {
     pub fn aborted(&self) -> u64 {
         self.aborted_at_commit + self.aborted_before_commit
     }
+
+    /// Adds `other`'s counts (same node) to these.
+    fn add(&mut self, other: &NodeCounts) {
+        self.workers += other.workers;
+        self.committed += other.committed;
+        self.aborted_at_commit += other.aborted_at_commit;
+        self.aborted_before_commit += other.aborted_before_commit;
+        self.audits += other.audits;
+    }
 }
 
 /// The outcome of [`run`]: what clients saw, to be checked by [`check`].
@@ -131,6 +150,8 @@ pub struct BankRun {
     pub latency: Latency,
     /// The provider's counters over the run, per node.
     pub counters: Vec<Counters>,
+    /// The id a later run must start at (see [`BankConfig::first_transfer_id`]).
+    pub next_transfer_id: u64,
 }
 
 impl BankRun {
@@ -150,6 +171,31 @@ impl BankRun {
     pub fn abort_rate(&self) -> f64 {
         let attempts = self.committed_count() + self.aborted_count();
         self.aborted_count() as f64 / (attempts.max(1) as f64)
+    }
+
+    /// This run and a `later` one (on the same tables, with
+    /// `first_transfer_id` = this run's `next_transfer_id`) as one, for a
+    /// single [`check`] of both: phases of a test with different workers.
+    /// Counts (workers too) and counters add up per node; the latency is the worse of
+    /// the two phases' percentiles (a bound, not the percentile of all).
+    pub fn then(mut self, later: BankRun) -> BankRun {
+        self.elapsed += later.elapsed;
+        for n in later.per_node {
+            match self.per_node.iter_mut().find(|m| m.node == n.node) {
+                Some(m) => m.add(&n),
+                None => self.per_node.push(n),
+            }
+        }
+        self.per_node.sort_by_key(|n| n.node);
+        self.committed.extend(later.committed);
+        self.committed.sort_by_key(|t| t.id);
+        self.aborted.extend(later.aborted);
+        self.aborted.sort_by_key(|t| t.id);
+        self.audit_failures.extend(later.audit_failures);
+        self.latency = self.latency.worse(&later.latency);
+        self.counters = converge::sum(&self.counters, &later.counters);
+        self.next_transfer_id = self.next_transfer_id.max(later.next_transfer_id);
+        self
     }
 
     /// A few lines for a test log or a benchmark report.
@@ -217,13 +263,25 @@ pub fn setup(cluster: &Cluster, config: &BankConfig) -> Result<()> {
 /// `max_transfers` commits. Fails with the first worker error that is not
 /// ER_LOCK_DEADLOCK (the other workers stop at their next transfer).
 pub fn run(cluster: &Cluster, config: &BankConfig) -> Result<BankRun> {
+    run_bounded(cluster, config, Bound::new(config.duration, config.max_transfers))
+}
+
+/// [`run`] that also stops as soon as `stop` is set: a load that lasts
+/// until something else happened (a node joined), with `config.duration`
+/// as the bound in case it never does.
+pub fn run_until(cluster: &Cluster, config: &BankConfig, stop: &AtomicBool) -> Result<BankRun> {
+    let bound = Bound::new(config.duration, config.max_transfers).or_when(stop);
+    run_bounded(cluster, config, bound)
+}
+
+fn run_bounded(cluster: &Cluster, config: &BankConfig, bound: Bound) -> Result<BankRun> {
+    let nodes = nodes_to_use(cluster.len(), &config.nodes)?;
     let before = converge::counters(cluster)?;
     let started = Instant::now();
-    let bound = Bound::new(config.duration, config.max_transfers);
     // Transfer ids, unique over all workers; an aborted attempt's id is
     // never reused.
-    let next_id = AtomicU64::new(1);
-    let outcomes = on_threads(cluster, config.workers, &bound, |w, node| {
+    let next_id = AtomicU64::new(config.first_transfer_id);
+    let outcomes = on_nodes(cluster, &nodes, config.workers, &bound, |w, node| {
         worker::run(w, node, config, &bound, &next_id)
     })?;
     let elapsed = started.elapsed();
@@ -232,6 +290,7 @@ pub fn run(cluster: &Cluster, config: &BankConfig) -> Result<BankRun> {
     run.seed = config.seed;
     run.elapsed = elapsed;
     run.counters = converge::delta(&before, &after);
+    run.next_transfer_id = next_id.into_inner();
     Ok(run)
 }
 
@@ -247,12 +306,7 @@ fn merge(nodes: usize, outcomes: Vec<worker::Outcome>) -> BankRun {
     };
     let mut latencies = Vec::new();
     for o in outcomes {
-        let counts = &mut run.per_node[o.counts.node - 1];
-        counts.workers += 1;
-        counts.committed += o.counts.committed;
-        counts.aborted_at_commit += o.counts.aborted_at_commit;
-        counts.aborted_before_commit += o.counts.aborted_before_commit;
-        counts.audits += o.counts.audits;
+        run.per_node[o.counts.node - 1].add(&o.counts);
         run.committed.extend(o.committed);
         run.aborted.extend(o.aborted);
         run.audit_failures.extend(o.audit_failures);
@@ -273,6 +327,7 @@ mod tests {
         let outcome = |node, id| worker::Outcome {
             counts: NodeCounts {
                 node,
+                workers: 1,
                 committed: 1,
                 aborted_at_commit: 1,
                 ..NodeCounts::default()
@@ -297,5 +352,49 @@ mod tests {
         assert!(run
             .summary()
             .contains("node2: 2 workers, 2 committed, 2 aborted at COMMIT"));
+    }
+
+    #[test]
+    fn two_phases_check_as_one_run() {
+        let transfer = |id, node| Transfer {
+            id,
+            from: 1,
+            to: 2,
+            amount: 1,
+            node,
+        };
+        let counts = |node, committed| NodeCounts {
+            node,
+            workers: 1,
+            committed,
+            ..NodeCounts::default()
+        };
+        let first = BankRun {
+            elapsed: Duration::from_secs(2),
+            per_node: vec![counts(1, 2), counts(2, 0)],
+            committed: vec![transfer(1, 1), transfer(3, 1)],
+            aborted: vec![transfer(2, 1)],
+            next_transfer_id: 4,
+            ..BankRun::default()
+        };
+        let later = BankRun {
+            elapsed: Duration::from_secs(1),
+            per_node: vec![counts(1, 1), counts(2, 1), counts(4, 0)],
+            committed: vec![transfer(5, 2), transfer(4, 1)],
+            next_transfer_id: 6,
+            ..BankRun::default()
+        };
+        let run = first.then(later);
+        let ids: Vec<u64> = run.committed.iter().map(|t| t.id).collect();
+        assert_eq!(ids, [1, 3, 4, 5]);
+        assert_eq!(run.aborted_count(), 1);
+        assert_eq!(run.elapsed, Duration::from_secs(3));
+        assert_eq!(run.next_transfer_id, 6);
+        let per_node: Vec<(usize, usize, u64)> = run
+            .per_node
+            .iter()
+            .map(|n| (n.node, n.workers, n.committed))
+            .collect();
+        assert_eq!(per_node, [(1, 2, 3), (2, 2, 1), (4, 1, 0)]);
     }
 }

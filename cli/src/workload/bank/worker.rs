@@ -30,6 +30,7 @@ pub(super) fn run(
     let mut out = Outcome {
         counts: NodeCounts {
             node: node.index(),
+            workers: 1,
             ..NodeCounts::default()
         },
         committed: Vec::new(),

@@ -1,0 +1,366 @@
+//! Membership: nodes leave and join a running cluster that keeps taking
+//! writes, and end up holding the same data as everyone else.
+//!
+//! - a node stopped cleanly (SIGTERM) leaves the view at once (the others'
+//!   `wsrep_cluster_size` drops within [`LEAVE_BOUND`] of the SIGTERM, not
+//!   after a failure detector's timeout), the others keep committing, and
+//!   the node rejoins when started again (by SST, or IST where the
+//!   provider has it), with the rows written while it was down;
+//! - a fourth node joins a cluster of three under the bank load by SST,
+//!   takes writes itself once Synced, and all four pass the bank checks.
+//!
+//! Environment, besides common's (`LOCKSTEP_TEST_MULTI_PROVIDER` picks the
+//! provider; each test prints its timings):
+//! - `LOCKSTEP_TEST_LEAVE_SECS`: the load around the clean stop (default
+//!   20; node 3 is stopped a quarter into it);
+//! - `LOCKSTEP_TEST_JOIN_WARMUP_SECS`: load before node 4 starts (default 5);
+//! - `LOCKSTEP_TEST_JOIN_AFTER_SECS`: load on nodes 1-3 after node 4 is
+//!   Synced (default 10);
+//! - `LOCKSTEP_TEST_JOIN_ALL_SECS`: then load on all four (default 10);
+//! - `LOCKSTEP_TEST_BANK_WORKERS`: workers of the loads (default 8);
+//! - `LOCKSTEP_TEST_SEED`: the workloads' random seed.
+
+mod common;
+
+use common::*;
+use lockstep_cli::cluster::{Cluster, ClusterSpec, Node};
+use lockstep_cli::workload::bank;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How soon after its SIGTERM the others must stop counting a cleanly
+/// stopped node. A graceful leave is a view change the leaver asks for
+/// before it shuts down, a matter of round trips (Galera: about 0.1 s
+/// here, under load); a node that vanishes without a word is only noticed
+/// after a failure detector's timeout (Galera evicted a SIGKILLed node
+/// after 6.4 s: evs.suspect_timeout is 5 s). The bound includes the
+/// server's own shutdown up to its leave, on a loaded 2-core machine.
+const LEAVE_BOUND: Duration = Duration::from_secs(3);
+
+/// How long the survivors are watched for the smaller view, so that a
+/// failure says how late it came, or that it never came.
+const LEAVE_WATCH: Duration = Duration::from_secs(30);
+
+/// Common's spec with a shorter start timeout: a join by SST under load
+/// takes about 20 s here (mariabackup's donor alone waits 10 s), so a
+/// joiner not Synced after two minutes is stuck, and the test says so
+/// sooner than the launcher's default would.
+fn membership_spec(name: &str, slot: u16, nodes: usize) -> ClusterSpec {
+    let mut spec = spec(name, slot, nodes);
+    spec.start_timeout = Duration::from_secs(120);
+    spec
+}
+
+#[test]
+fn a_node_stopped_cleanly_leaves_the_view_at_once_and_rejoins() {
+    let _turn = take_turn();
+    let started = Instant::now();
+    let cluster = up_first(membership_spec("membership_leave", 10, 3), 3);
+    // Workers only on the nodes that stay: node 3's clients would fail
+    // with it, which is not what this test is about.
+    let config = bank::BankConfig {
+        workers: env_number("LOCKSTEP_TEST_BANK_WORKERS", 8) as usize,
+        nodes: vec![1, 2],
+        duration: env_secs("LOCKSTEP_TEST_LEAVE_SECS", 20),
+        seed: test_seed(),
+        ..bank::BankConfig::default()
+    };
+    bank::setup(&cluster, &config).unwrap_or_else(|e| panic!("bank setup: {e}"));
+    let (run, rows_at_leave) = load_while_leaving(&cluster, &config, 3);
+    let rows_at_end = log_rows(cluster.node(1));
+    assert!(
+        rows_at_end > rows_at_leave,
+        "nodes 1 and 2 committed no transfer after node3 left (bank.log: {rows_at_leave} rows \
+         at the leave, {rows_at_end} at the end of the load)\n{}",
+        run.summary()
+    );
+    rejoin(&cluster, 3);
+    let check = check_bank(&cluster, &config, &run);
+    eprintln!(
+        "node3 holds all {} transfers, {} of them written while it was down; \
+         test took {:.1}s",
+        check.log_rows,
+        rows_at_end - rows_at_leave,
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn a_fourth_node_joins_a_loaded_cluster_by_sst() {
+    let _turn = take_turn();
+    let started = Instant::now();
+    let cluster = up_first(membership_spec("membership_join", 11, 4), 3);
+    let warmup = env_secs("LOCKSTEP_TEST_JOIN_WARMUP_SECS", 5);
+    let after = env_secs("LOCKSTEP_TEST_JOIN_AFTER_SECS", 10);
+    let first = bank::BankConfig {
+        workers: env_number("LOCKSTEP_TEST_BANK_WORKERS", 8) as usize,
+        nodes: vec![1, 2, 3],
+        // Stopped once node 4 has been Synced for `after`; this only
+        // bounds a run whose stop never comes.
+        duration: warmup + cluster.spec().start_timeout + after + Duration::from_secs(30),
+        seed: test_seed(),
+        ..bank::BankConfig::default()
+    };
+    bank::setup(&cluster, &first).unwrap_or_else(|e| panic!("bank setup: {e}"));
+    let run = load_while_joining(&cluster, &first, 4, warmup, after);
+    cluster
+        .wait_synced(SYNC_TIMEOUT)
+        .unwrap_or_else(|e| panic!("after node4 joined: {e}"));
+    // Some workers move to node 4: the joiner must take writes too.
+    let all = bank::BankConfig {
+        workers: first.workers + 2,
+        nodes: Vec::new(),
+        duration: env_secs("LOCKSTEP_TEST_JOIN_ALL_SECS", 10),
+        first_transfer_id: run.next_transfer_id,
+        seed: first.seed.wrapping_add(1),
+        ..first.clone()
+    };
+    let later = bank::run(&cluster, &all)
+        .unwrap_or_else(|e| panic!("bank load on all 4 nodes (seed {}): {e}", all.seed));
+    eprintln!("{}", later.summary());
+    assert!(
+        later.per_node[3].committed > 0,
+        "node4 committed no transfer in {:.1}s after it joined\n{}",
+        later.elapsed.as_secs_f64(),
+        later.summary()
+    );
+    let check = check_bank(&cluster, &first, &run.then(later));
+    eprintln!(
+        "all 4 nodes agree on {} transfers; test took {:.1}s",
+        check.log_rows,
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Runs `config`'s load; a quarter into it stops node `leaver` cleanly
+/// and checks the others' view shrinks at once. The run, and the rows in
+/// `bank.log` right after the leave.
+fn load_while_leaving(
+    cluster: &Cluster,
+    config: &bank::BankConfig,
+    leaver: usize,
+) -> (bank::BankRun, i64) {
+    let stop = AtomicBool::new(false);
+    let (run, rows_at_leave) = std::thread::scope(|scope| {
+        let load = scope.spawn(|| bank::run_until(cluster, config, &stop));
+        let _stop_on_panic = StopOnDrop(&stop);
+        // The leaver applies the load as a member first.
+        std::thread::sleep(config.duration / 4);
+        let leave = stop_and_watch_leave(cluster, leaver);
+        eprintln!("{leave}");
+        leave.assert_prompt();
+        let rows = log_rows(cluster.node(1));
+        (load.join().expect("the load thread panicked"), rows)
+    });
+    let run = run.unwrap_or_else(|e| {
+        panic!("bank load with node{leaver} down (seed {}): {e}", config.seed)
+    });
+    eprintln!("{}", run.summary());
+    (run, rows_at_leave)
+}
+
+/// Runs `config`'s load; `warmup` into it starts node `joiner`, and stops
+/// the load `after` the joiner is Synced. Fails the test when the joiner
+/// does not join by state transfer or the cluster stops committing while
+/// it joins.
+fn load_while_joining(
+    cluster: &Cluster,
+    config: &bank::BankConfig,
+    joiner: usize,
+    warmup: Duration,
+    after: Duration,
+) -> bank::BankRun {
+    let stop = AtomicBool::new(false);
+    let run = std::thread::scope(|scope| {
+        let load = scope.spawn(|| bank::run_until(cluster, config, &stop));
+        let _stop_on_panic = StopOnDrop(&stop);
+        std::thread::sleep(warmup);
+        let before = last_committed(cluster.node(1));
+        let (took, transferred) = start_node(cluster.node(joiner));
+        let during = last_committed(cluster.node(1)) - before;
+        eprintln!(
+            "node{joiner}: joined and Synced in {:.1}s under load; {during} writesets \
+             committed meanwhile",
+            took.as_secs_f64()
+        );
+        assert!(
+            transferred,
+            "node{joiner} reached Synced without a state transfer"
+        );
+        if load.is_finished() {
+            let outcome = match load.join().expect("the load thread panicked") {
+                Ok(run) => format!("without an error, after {:.1}s", run.elapsed.as_secs_f64()),
+                Err(e) => e.to_string(),
+            };
+            panic!(
+                "the load ended while node{joiner} joined (seed {}): {outcome}",
+                config.seed
+            );
+        }
+        assert!(
+            during > 0,
+            "node1 committed no writeset in the {:.1}s node{joiner} took to join: the join \
+             stalled the cluster",
+            took.as_secs_f64()
+        );
+        std::thread::sleep(after);
+        stop.store(true, Ordering::Relaxed);
+        load.join().expect("the load thread panicked")
+    });
+    let run = run.unwrap_or_else(|e| {
+        panic!(
+            "bank load while node{joiner} joined (seed {}): {e}",
+            config.seed
+        )
+    });
+    eprintln!("{}", run.summary());
+    run
+}
+
+/// When a stopped node left the others' view, from its SIGTERM.
+struct Leave {
+    node: usize,
+    /// Until the server exited.
+    exited: Duration,
+    /// Until every other node reported the smaller cluster size, or why
+    /// that did not happen within [`LEAVE_WATCH`].
+    dropped: Result<Duration, String>,
+}
+
+impl std::fmt::Display for Leave {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let exited = self.exited.as_secs_f64();
+        match &self.dropped {
+            Ok(d) => write!(
+                f,
+                "node{}: left the view {:.2}s after SIGTERM (exited after {exited:.2}s)",
+                self.node,
+                d.as_secs_f64()
+            ),
+            Err(e) => write!(
+                f,
+                "node{}: exited {exited:.2}s after SIGTERM, but the others still count it: {e}",
+                self.node
+            ),
+        }
+    }
+}
+
+impl Leave {
+    fn assert_prompt(&self) {
+        let dropped = self.dropped.as_ref().unwrap_or_else(|e| {
+            panic!(
+                "node{} was stopped cleanly (SIGTERM, exited after {:.2}s) but never left the \
+                 view: {e}",
+                self.node,
+                self.exited.as_secs_f64()
+            )
+        });
+        assert!(
+            *dropped <= LEAVE_BOUND,
+            "node{} was stopped cleanly but the others counted it for {:.2}s after SIGTERM \
+             (exited after {:.2}s; bound {:.0}s): a graceful leave must change the view at \
+             once, not through a failure detector's timeout",
+            self.node,
+            dropped.as_secs_f64(),
+            self.exited.as_secs_f64(),
+            LEAVE_BOUND.as_secs_f64()
+        );
+    }
+}
+
+/// Stops node `leaver` with SIGTERM while watching the others' view.
+fn stop_and_watch_leave(cluster: &Cluster, leaver: usize) -> Leave {
+    let others: Vec<usize> = cluster
+        .running_nodes()
+        .into_iter()
+        .filter(|n| *n != leaver)
+        .collect();
+    let size = others.len() as i64;
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        let stopping = scope.spawn(|| {
+            let result = cluster.node(leaver).stop();
+            (result, started.elapsed())
+        });
+        let dropped = wait_cluster_size(cluster, &others, size, started);
+        let (result, exited) = stopping.join().expect("the stopping thread panicked");
+        result.unwrap_or_else(|e| panic!("stopping node{leaver}: {e}"));
+        Leave {
+            node: leaver,
+            exited,
+            dropped,
+        }
+    })
+}
+
+/// Time from `since` until every node of `nodes` reports
+/// `wsrep_cluster_size` = `size`, or why not within [`LEAVE_WATCH`].
+fn wait_cluster_size(
+    cluster: &Cluster,
+    nodes: &[usize],
+    size: i64,
+    since: Instant,
+) -> Result<Duration, String> {
+    let what = format!("wsrep_cluster_size={size}");
+    for n in nodes {
+        let left = LEAVE_WATCH.saturating_sub(since.elapsed());
+        cluster
+            .node(*n)
+            .wait_until(&what, left, |s| s.int("wsrep_cluster_size") == Some(size))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(since.elapsed())
+}
+
+/// Starts stopped node `index` again and waits until the whole cluster
+/// is Synced with every node counted everywhere.
+fn rejoin(cluster: &Cluster, index: usize) {
+    let (took, transferred) = start_node(cluster.node(index));
+    eprintln!(
+        "node{index}: rejoined and Synced in {:.1}s ({})",
+        took.as_secs_f64(),
+        if transferred {
+            "after a state transfer"
+        } else {
+            "no state transfer"
+        }
+    );
+    cluster
+        .wait_synced(SYNC_TIMEOUT)
+        .unwrap_or_else(|e| panic!("after node{index} rejoined: {e}"));
+}
+
+/// The bank checks on every node of the cluster (all must run).
+fn check_bank(
+    cluster: &Cluster,
+    config: &bank::BankConfig,
+    run: &bank::BankRun,
+) -> bank::BankCheck {
+    let check = bank::check(cluster, config, run, SYNC_TIMEOUT)
+        .unwrap_or_else(|e| panic!("bank check (seed {}): {e}", config.seed));
+    assert_eq!(
+        check.nodes,
+        cluster.len(),
+        "bank check did not read every node"
+    );
+    eprintln!(
+        "bank: all {} nodes at seqno {}, {} transfers in bank.log identical everywhere \
+         (CHECKSUM TABLE too), total {} unchanged",
+        check.nodes,
+        check.converged.seqno,
+        check.log_rows,
+        config.total()
+    );
+    check
+}
+
+/// Rows in `bank.log` on `node`: transfers committed so far.
+fn log_rows(node: Node) -> i64 {
+    let rows = node
+        .sql("SELECT COUNT(*) FROM bank.log")
+        .unwrap_or_else(|e| panic!("{}: counting bank.log: {e}", node.name()));
+    let cell = rows.first().and_then(|r| r.first());
+    cell.and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("{}: COUNT(*) of bank.log gave {rows:?}", node.name()))
+}
