@@ -4,8 +4,7 @@
 //! - `LOCKSTEP_TEST_PROVIDER`: `lockstep` (default: liblockstep.so from
 //!   this build's target dir), `galera`, or a library path.
 //! - `LOCKSTEP_TEST_MULTI_PROVIDER`: the provider of multi-node tests
-//!   (default `galera` until lockstep forms clusters of several nodes;
-//!   they then check the launcher against the reference).
+//!   (default `lockstep`; `galera` runs them against the referee).
 //! - `LOCKSTEP_TEST_PROVIDER_OPTIONS`: extra provider options, `;`
 //!   separated (e.g. `debug=yes` for a debugging run).
 //! - `LOCKSTEP_TEST_BASE_PORT`: first port of the test range (default
@@ -25,7 +24,7 @@ pub fn provider() -> Provider {
 }
 
 pub fn multi_node_provider() -> Provider {
-    Provider::parse(&std::env::var("LOCKSTEP_TEST_MULTI_PROVIDER").unwrap_or_else(|_| "galera".into()))
+    Provider::parse(&std::env::var("LOCKSTEP_TEST_MULTI_PROVIDER").unwrap_or_else(|_| "lockstep".into()))
 }
 
 fn base_port() -> u16 {
