@@ -7,7 +7,10 @@
 //!   the node rejoins when started again (by SST, or IST where the
 //!   provider has it), with the rows written while it was down;
 //! - a fourth node joins a cluster of three under the bank load by SST,
-//!   takes writes itself once Synced, and all four pass the bank checks.
+//!   takes writes itself once Synced, and all four pass the bank checks;
+//! - a node killed with SIGKILL (node 1, which bootstrapped and so leads
+//!   the Raft group) is evicted after `evs.suspect_timeout`, the others
+//!   keep committing, and the node rejoins when started again.
 //!
 //! Environment, besides common's (`LOCKSTEP_TEST_MULTI_PROVIDER` picks the
 //! provider; each test prints its timings):
@@ -17,6 +20,8 @@
 //! - `LOCKSTEP_TEST_JOIN_AFTER_SECS`: load on nodes 1-3 after node 4 is
 //!   Synced (default 10);
 //! - `LOCKSTEP_TEST_JOIN_ALL_SECS`: then load on all four (default 10);
+//! - `LOCKSTEP_TEST_KILL_SECS`: the load around the kill (default 20; node
+//!   1 is killed a quarter into it);
 //! - `LOCKSTEP_TEST_BANK_WORKERS`: workers of the loads (default 8);
 //! - `LOCKSTEP_TEST_SEED`: the workloads' random seed.
 
@@ -130,6 +135,80 @@ fn a_fourth_node_joins_a_loaded_cluster_by_sst() {
         check.log_rows,
         started.elapsed().as_secs_f64()
     );
+}
+
+#[test]
+fn a_killed_node_is_evicted_while_the_others_keep_committing_and_rejoins() {
+    let _turn = take_turn();
+    let started = Instant::now();
+    let cluster = up_first(membership_spec("membership_kill", 12, 3), 3);
+    // Workers only on the survivors: the victim's clients die with it.
+    let config = bank::BankConfig {
+        workers: env_number("LOCKSTEP_TEST_BANK_WORKERS", 8) as usize,
+        nodes: vec![2, 3],
+        duration: env_secs("LOCKSTEP_TEST_KILL_SECS", 20),
+        seed: test_seed(),
+        ..bank::BankConfig::default()
+    };
+    bank::setup(&cluster, &config).unwrap_or_else(|e| panic!("bank setup: {e}"));
+    let (run, rows_at_eviction) = load_while_killing(&cluster, &config, 1);
+    let rows_at_end = log_rows(cluster.node(2));
+    assert!(
+        rows_at_end > rows_at_eviction,
+        "nodes 2 and 3 committed no transfer after node1 was evicted ({rows_at_eviction} rows \
+         in bank.log then, {rows_at_end} at the end of the load)\n{}",
+        run.summary()
+    );
+    rejoin(&cluster, 1);
+    let check = check_bank(&cluster, &config, &run);
+    eprintln!(
+        "node1 holds all {} transfers; test took {:.1}s",
+        check.log_rows,
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Runs `config`'s load; a quarter into it kills node `victim` and waits
+/// for the others to evict it. The run, and the rows in `bank.log` when
+/// the eviction was seen.
+fn load_while_killing(
+    cluster: &Cluster,
+    config: &bank::BankConfig,
+    victim: usize,
+) -> (bank::BankRun, i64) {
+    let survivors: Vec<usize> = cluster
+        .running_nodes()
+        .into_iter()
+        .filter(|n| *n != victim)
+        .collect();
+    let watcher = cluster.node(survivors[0]);
+    let stop = AtomicBool::new(false);
+    let (run, rows_at_eviction) = std::thread::scope(|scope| {
+        let load = scope.spawn(|| bank::run_until(cluster, config, &stop));
+        let _stop_on_panic = StopOnDrop(&stop);
+        std::thread::sleep(config.duration / 4);
+        let rows_at_kill = log_rows(watcher);
+        let killed = Instant::now();
+        cluster
+            .node(victim)
+            .kill()
+            .unwrap_or_else(|e| panic!("killing node{victim}: {e}"));
+        let size = survivors.len() as i64;
+        let evicted = wait_cluster_size(cluster, &survivors, size, killed)
+            .unwrap_or_else(|e| panic!("node{victim} was killed but never evicted: {e}"));
+        let rows = log_rows(watcher);
+        eprintln!(
+            "node{victim}: evicted {:.1}s after SIGKILL; {} transfers committed meanwhile",
+            evicted.as_secs_f64(),
+            rows - rows_at_kill
+        );
+        (load.join().expect("the load thread panicked"), rows)
+    });
+    let run = run.unwrap_or_else(|e| {
+        panic!("bank load with node{victim} killed (seed {}): {e}", config.seed)
+    });
+    eprintln!("{}", run.summary());
+    (run, rows_at_eviction)
 }
 
 /// Runs `config`'s load; a quarter into it stops node `leaver` cleanly
@@ -295,7 +374,9 @@ fn stop_and_watch_leave(cluster: &Cluster, leaver: usize) -> Leave {
 }
 
 /// Time from `since` until every node of `nodes` reports
-/// `wsrep_cluster_size` = `size`, or why not within [`LEAVE_WATCH`].
+/// `wsrep_cluster_size` = `size`, or why not within [`LEAVE_WATCH`] (which
+/// is twice Galera's default `evs.inactive_timeout`: an eviction comes
+/// within it too).
 fn wait_cluster_size(
     cluster: &Cluster,
     nodes: &[usize],

@@ -1,7 +1,5 @@
-//! A killed node: the others evict it and it rejoins. This needs failure
-//! detection (evs.suspect_timeout / inactive_timeout), which lockstep does
-//! not have yet, so the test runs on the referee (Galera) until it does;
-//! `LOCKSTEP_TEST_KILL_PROVIDER=lockstep` runs it on lockstep.
+//! A killed node: the others evict it (evs.suspect_timeout) and it
+//! rejoins. `LOCKSTEP_TEST_KILL_PROVIDER=galera` runs it on the referee.
 
 mod common;
 
@@ -11,7 +9,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn three_nodes_replicate_and_a_killed_node_rejoins() {
     let mut spec = spec("three_nodes", 6, 3);
-    spec.provider = lockstep_cli::cluster::Provider::parse(&std::env::var("LOCKSTEP_TEST_KILL_PROVIDER").unwrap_or_else(|_| "galera".into()));
+    spec.provider = lockstep_cli::cluster::Provider::parse(&std::env::var("LOCKSTEP_TEST_KILL_PROVIDER").unwrap_or_else(|_| "lockstep".into()));
     let cluster = up(spec);
     for node in cluster.nodes() {
         let status = node.status().unwrap();

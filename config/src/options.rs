@@ -237,7 +237,7 @@ registry! {
         DUR, shown("PT0.5S"), Static, Canonical, false, false,
         "How often peers are checked for inactivity (at most evs.suspect_timeout/2)";
     EvsInactiveTimeout EVS_INACTIVE_TIMEOUT DurationKey = "evs.inactive_timeout", dur_ms(100),
-        shown("PT15S"), Dynamic, Canonical, false, false,
+        shown("PT15S"), Dynamic, Canonical, false, true,
         "Silence after which a peer is declared dead unconditionally";
     EvsInfoLogMask EVS_INFO_LOG_MASK IntKey = "evs.info_log_mask", HEX, shown("0"),
         Dynamic, Canonical, false, false, "EVS info log mask (hex)";
@@ -260,7 +260,7 @@ registry! {
         dur_ms(1000), shown("PT1M"), Dynamic, Canonical, false, false,
         "Period of protocol statistics in the log";
     EvsSuspectTimeout EVS_SUSPECT_TIMEOUT DurationKey = "evs.suspect_timeout", dur_ms(100),
-        shown("PT5S"), Dynamic, Canonical, false, false,
+        shown("PT5S"), Dynamic, Canonical, false, true,
         "Silence after which a peer is suspected; evicted once a majority agrees";
     EvsUseAggregate EVS_USE_AGGREGATE BoolKey = "evs.use_aggregate", BOOL, shown("true"),
         Dynamic, Canonical, false, false, "Aggregate small messages into one";
@@ -542,6 +542,8 @@ mod tests {
                 "cert.max_length",
                 "cert.optimistic_pa",
                 "debug",
+                "evs.inactive_timeout",
+                "evs.suspect_timeout",
                 "gcs.fc_factor",
                 "gcs.fc_limit",
                 "gcs.fc_master_slave",

@@ -17,6 +17,8 @@ use raft::{RawNode, StateRole};
 
 use super::entry::{Entry, MemberInfo, Membership};
 use super::flow_control::{FlowControl, Signal};
+use super::liveness::{Liveness, Timeouts};
+use super::proposals::{Proposals, Retry};
 use super::FlowGate;
 use super::log::GroupLog;
 use super::membership::{Joining, Leaving};
@@ -46,6 +48,8 @@ pub(super) enum Command {
     /// This member's backlog crossed a flow-control limit.
     Flow(Signal),
     ResetFlowCounters,
+    /// `evs.suspect_timeout` / `evs.inactive_timeout` changed.
+    Timeouts(Timeouts),
     Stop,
 }
 
@@ -60,6 +64,14 @@ pub(super) const KIND_LEFT: u8 = 4;
 /// How long a departed member stays reachable, so that the notice of its
 /// removal gets through before its link is dropped.
 const FORGET_AFTER: Duration = Duration::from_secs(2);
+
+/// How many removed members are remembered, to tell one that comes back
+/// (a resumed SIGSTOP) that it is out.
+pub(super) const REMEMBER_REMOVED: usize = 64;
+
+/// Fire-and-forget proposals kept while no leader is known. A member
+/// makes a handful per state change, so this only bounds a pathology.
+const MAX_DROPPED: usize = 1024;
 
 /// How many commands one loop turn takes before handling a Ready: proposals
 /// that arrive together are appended and sent together.
@@ -120,9 +132,13 @@ pub(super) struct Driver {
     reads_ready: Vec<(u64, Sender<Seqno>)>,
     next_read: u64,
     counters: Arc<Counters>,
-    /// Fencing of lost proposals: the highest token proposed, when a
-    /// proposal of ours was last ordered, when we last fenced.
-    max_token: u64,
+    /// Our writesets until they are ordered, and fire-and-forget
+    /// proposals Raft dropped (no leader), to retry.
+    proposals: Proposals,
+    dropped: std::collections::VecDeque<Vec<u8>>,
+    retries: Vec<Retry>,
+    /// Fencing of lost proposals: when a proposal of ours was last
+    /// ordered, when we last fenced.
     last_own_delivery: Instant,
     last_fence: Instant,
     fc: FlowControl,
@@ -133,12 +149,18 @@ pub(super) struct Driver {
     departed: Vec<(u64, Instant)>,
     /// A member told us the group removed us.
     pub(super) removed: bool,
+    /// Failure detection; the leader acts on it.
+    pub(super) liveness: Liveness,
+    pub(super) was_leader: bool,
+    /// Members this node saw removed (raft id, uuid), newest last.
+    pub(super) removed_members: std::collections::VecDeque<(u64, Uuid)>,
 }
 
 pub(super) struct DriverConfig {
     pub me: MemberInfo,
     pub start: Start,
     pub tick: Duration,
+    pub timeouts: Timeouts,
 }
 
 impl Driver {
@@ -186,7 +208,9 @@ impl Driver {
             reads_ready: Vec::new(),
             next_read: 1,
             counters,
-            max_token: 0,
+            proposals: Proposals::default(),
+            dropped: Default::default(),
+            retries: Vec::new(),
             last_own_delivery: now,
             last_fence: now,
             fc: FlowControl::default(),
@@ -194,6 +218,9 @@ impl Driver {
             peers: Default::default(),
             departed: Vec::new(),
             removed: false,
+            liveness: Liveness::new(cfg.timeouts),
+            was_leader: false,
+            removed_members: Default::default(),
         })
     }
 
@@ -235,6 +262,7 @@ impl Driver {
             self.on_tick();
         }
         self.maybe_bootstrap();
+        self.resend();
         self.on_ready();
         self.flush_events();
         self.maybe_snapshot();
@@ -264,6 +292,7 @@ impl Driver {
                 self.fc.reset_counters();
                 self.publish_flow();
             }
+            Command::Timeouts(t) => self.liveness.timeouts = t,
             Command::Stop => {
                 self.flow.publish(false, false, self.fc.counters(), Instant::now());
                 return false;
@@ -273,16 +302,66 @@ impl Driver {
     }
 
     fn propose(&mut self, token: u64, data: Vec<u8>) {
-        self.max_token = self.max_token.max(token);
-        if self.raw.propose(vec![], data).is_err() && token != 0 {
-            self.events.push(GroupEvent::ProposalFailed { token });
+        if token == 0 {
+            return self.propose_or_keep(data);
+        }
+        let (wire, data) = self.proposals.add(token, data, Instant::now());
+        if self.raw.propose(vec![], data).is_ok() {
+            self.proposals.sent(wire);
         }
     }
 
+    /// A fire-and-forget proposal (member state, state request, rollback
+    /// fragment) Raft drops is kept and retried once a leader is known.
+    fn propose_or_keep(&mut self, data: Vec<u8>) {
+        if let Err(raft::Error::ProposalDropped) = self.raw.propose(vec![], data.clone()) {
+            if self.dropped.len() >= MAX_DROPPED {
+                log::warning!("dropping a group message: {} already wait for a leader", MAX_DROPPED);
+                self.dropped.pop_front();
+            }
+            self.dropped.push_back(data);
+        }
+    }
+
+    /// Retries what Raft dropped while no leader was known, and resends
+    /// what a fence declared lost; fails writesets that waited too long.
+    fn resend(&mut self) {
+        if self.raw.raft.leader_id == raft::INVALID_ID && self.retries.is_empty() {
+            return;
+        }
+        let give_up = self.give_up_after();
+        let mut retries = std::mem::take(&mut self.retries);
+        retries.extend(self.proposals.unsent(Instant::now(), give_up));
+        for r in retries {
+            match r {
+                Retry::Send { wire, data } => {
+                    if self.raw.propose(vec![], data).is_ok() {
+                        self.proposals.sent(wire);
+                    }
+                }
+                Retry::Fail { client } => self.events.push(GroupEvent::ProposalFailed { token: client }),
+            }
+        }
+        for data in std::mem::take(&mut self.dropped) {
+            self.propose_or_keep(data);
+        }
+    }
+
+    /// How long a writeset may wait for a leader before its client gets an
+    /// error: through an election and an eviction, as Galera's clients
+    /// wait through a configuration change.
+    fn give_up_after(&self) -> Duration {
+        self.liveness.timeouts.inactive.max(2 * FENCE_AFTER)
+    }
+
     fn on_net(&mut self, inbound: Inbound) {
+        if let Inbound::Frame { from, .. } = &inbound {
+            self.liveness.heard(*from, Instant::now());
+        }
         match inbound {
             Inbound::Frame { kind: KIND_RAFT, payload, from } => match Message::parse_from_bytes(&payload) {
                 Ok(m) => {
+                    self.tell_if_removed(from);
                     let _ = self.raw.step(m);
                 }
                 Err(e) => log::warning!("undecodable raft message from {:x}: {}", from, e),
@@ -290,8 +369,7 @@ impl Driver {
             Inbound::Frame { kind: KIND_JOIN, payload, .. } => self.on_join_request(&payload),
             Inbound::Frame { kind: KIND_LEFT, payload, .. } => {
                 if payload[..] == self.me.id.0[..] {
-                    self.removed = true;
-                    self.leaving_tick();
+                    self.on_removed_notice();
                 }
             }
             Inbound::Frame { kind: KIND_FLOW, payload, from } => {
@@ -321,6 +399,7 @@ impl Driver {
         self.joining_tick();
         self.leaving_tick();
         self.promote_learners();
+        self.evict_silent();
         self.maybe_fence();
         if let Some(sig) = self.fc.tick(self.me.id.raft_id(), Instant::now()) {
             self.broadcast_flow(sig);
@@ -436,14 +515,28 @@ impl Driver {
         }
     }
 
+    /// Our writesets ordered now get their client's token back; our
+    /// fences resend what they cover (the node never sees them).
     fn note_own_deliveries(&mut self, from: usize) {
-        for ev in &self.events[from..] {
-            if let GroupEvent::Ordered { origin, token, .. } = ev {
-                if *origin == self.me.id && *token != 0 {
+        let me = self.me.id;
+        let mut fenced = None;
+        for ev in &mut self.events[from..] {
+            match ev {
+                GroupEvent::Ordered { origin, token, .. } if *origin == me && *token != 0 => {
+                    // None: a copy from before a fence cannot be ordered
+                    // (the group drops it), so this is not expected.
+                    *token = self.proposals.ordered(*token).unwrap_or(0);
                     self.counters.sent_one_less();
                     self.last_own_delivery = Instant::now();
                 }
+                GroupEvent::Fenced { origin, token } if *origin == me => fenced = Some(*token),
+                _ => {}
             }
+        }
+        self.events.retain(|ev| !matches!(ev, GroupEvent::Fenced { origin, .. } if *origin == me));
+        if let Some(upto) = fenced {
+            let give_up = self.give_up_after();
+            self.retries.extend(self.proposals.fenced(upto, Instant::now(), give_up));
         }
     }
 
@@ -462,6 +555,7 @@ impl Driver {
                 if let Membership::Remove { member } = &m {
                     if *member != self.me.id {
                         self.net.send(member.raft_id(), KIND_LEFT, Bytes::copy_from_slice(&member.0));
+                        self.remember_removed(*member);
                     }
                 }
                 self.state.apply_membership(m, &mut self.events);
@@ -565,16 +659,16 @@ impl Driver {
     /// a leader: fence everything up to the highest token so that it can
     /// never be ordered later, and its client learns it failed.
     fn maybe_fence(&mut self) {
-        let waiting = self.counters.send_queue.load(AtomicOrdering::Relaxed) > 0;
-        if !waiting || self.last_own_delivery.elapsed() < FENCE_AFTER || self.last_fence.elapsed() < FENCE_AFTER {
+        let Some(upto) = self.proposals.highest_sent() else { return };
+        if self.last_own_delivery.elapsed() < FENCE_AFTER || self.last_fence.elapsed() < FENCE_AFTER {
             return;
         }
         if self.state.member(self.me.id).is_none() {
             return;
         }
         self.last_fence = Instant::now();
-        log::info!("fencing proposals up to token {} (no delivery for {:?})", self.max_token, FENCE_AFTER);
-        let data = Entry::Fence { origin: self.me.id, token: self.max_token }.encode();
+        log::info!("fencing proposals up to token {} (no delivery for {:?}); they will be sent again", upto, FENCE_AFTER);
+        let data = Entry::Fence { origin: self.me.id, token: upto }.encode();
         let _ = self.raw.propose(vec![], data);
     }
 

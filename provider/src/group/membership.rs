@@ -15,9 +15,10 @@ use bytes::Bytes;
 use raft::prelude::ConfChangeType;
 use raft::StateRole;
 
-use super::driver::{Driver, KIND_JOIN};
+use super::driver::{Driver, KIND_JOIN, KIND_LEFT, REMEMBER_REMOVED};
 use super::entry::{decode_member, encode_member, Membership, Reader};
 use super::state::MemberState;
+use crate::gtid::Uuid;
 use crate::log;
 
 /// Join requests are repeated this often until the group takes us.
@@ -149,5 +150,74 @@ impl Driver {
             return;
         }
         self.propose_membership(Membership::Remove { member: self.me.id }, ConfChangeType::RemoveNode);
+    }
+}
+
+impl Driver {
+    /// The leader removes the member silent the longest once it is past
+    /// the eviction timeout (see `liveness`), one conf change at a time.
+    pub(super) fn evict_silent(&mut self) {
+        let now = Instant::now();
+        let leader = self.raw.raft.state == StateRole::Leader;
+        if leader && !self.was_leader {
+            self.liveness.restart(now);
+        }
+        self.was_leader = leader;
+        if !leader || self.raw.raft.has_pending_conf() || self.leaving.is_some() {
+            return;
+        }
+        let others: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).filter(|id| *id != self.me.id.raft_id()).collect();
+        let Some((id, silent)) = self.liveness.overdue(&others, now) else { return };
+        let Some(m) = self.state.members().iter().find(|m| m.info.id.raft_id() == id) else { return };
+        let (uuid, name) = (m.info.id, m.info.name.clone());
+        log::warning!(
+            "member {} ({}) silent for {:.1}s (evs.suspect_timeout {:?}, evs.inactive_timeout {:?}): removing it from the group",
+            uuid,
+            name,
+            silent.as_secs_f64(),
+            self.liveness.timeouts.suspect,
+            self.liveness.timeouts.inactive
+        );
+        self.propose_membership(Membership::Remove { member: uuid }, ConfChangeType::RemoveNode);
+    }
+
+    pub(super) fn remember_removed(&mut self, member: Uuid) {
+        if self.removed_members.len() >= REMEMBER_REMOVED {
+            self.removed_members.pop_front();
+        }
+        self.removed_members.push_back((member.raft_id(), member));
+    }
+
+    /// A removed member that still speaks Raft to us (it was stopped while
+    /// the group removed it) is told it is out.
+    pub(super) fn tell_if_removed(&self, from: u64) {
+        if let Some((_, uuid)) = self.removed_members.iter().rev().find(|(id, _)| *id == from) {
+            if self.state.member(*uuid).is_none() {
+                self.net.send(from, KIND_LEFT, Bytes::copy_from_slice(&uuid.0));
+            }
+        }
+    }
+
+    /// The group removed this node. Leaving, that is the goal; otherwise
+    /// the node was evicted: it shows a non-primary view (the server stops
+    /// taking queries) until the operator reconnects or restarts it.
+    pub(super) fn on_removed_notice(&mut self) {
+        if self.removed {
+            return;
+        }
+        self.removed = true;
+        if self.leaving.is_some() {
+            return self.leaving_tick();
+        }
+        if self.state.member(self.me.id).is_none() {
+            return; // already saw its own removal in the log
+        }
+        log::error!(
+            "this node ({}) was removed from the cluster while it did not answer; it is non-Primary now. \
+             Restart it, or SET GLOBAL wsrep_cluster_address, to rejoin",
+            self.me.id
+        );
+        self.state.apply_membership(Membership::Remove { member: self.me.id }, &mut self.events);
+        self.flush_events();
     }
 }

@@ -10,8 +10,10 @@
 mod driver;
 pub mod entry;
 pub mod flow_control;
+pub mod liveness;
 mod log;
 mod membership;
+mod proposals;
 mod raft_log;
 pub mod state;
 
@@ -75,6 +77,8 @@ pub struct GroupConfig {
     pub isolation: Option<&'static AtomicU8>,
     /// Raft's clock: heartbeats every 2 ticks, elections after 10-20.
     pub tick: Duration,
+    /// When a silent member is removed.
+    pub timeouts: liveness::Timeouts,
 }
 
 /// The handle the node holds; the Raft node runs on its own thread.
@@ -195,7 +199,7 @@ impl Group {
             Mode::Bootstrap { history, position } => Start::Bootstrap { history, position },
             Mode::Join { peers } => Start::Join { peers },
         };
-        let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick };
+        let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts };
         let flow = Arc::new(FlowGate::default());
         flow.reset(Instant::now());
         let driver = Driver::new(driver_cfg, rx, delivery, net.clone(), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
@@ -266,6 +270,11 @@ impl Group {
     /// `gmcast.isolate`: cuts this member off the network (tests), or not.
     pub fn isolate(&self, on: bool) {
         let _ = self.command(Command::Isolate(on));
+    }
+
+    /// `evs.suspect_timeout` / `evs.inactive_timeout` changed at runtime.
+    pub fn set_timeouts(&self, t: liveness::Timeouts) {
+        let _ = self.command(Command::Timeouts(t));
     }
 
     /// This member's backlog crossed a flow-control limit.

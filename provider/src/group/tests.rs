@@ -33,6 +33,8 @@ fn config(name: &str, mode: Mode) -> GroupConfig {
         allow: std::sync::Arc::new(|_: &str| true),
         isolation: None,
         tick: Duration::from_millis(20),
+        // Short, so that eviction tests finish quickly.
+        timeouts: liveness::Timeouts { suspect: Duration::from_millis(1500), inactive: Duration::from_secs(15) },
     }
 }
 
@@ -268,4 +270,55 @@ fn a_joiner_meeting_a_compacted_log_restores_from_a_snapshot() {
     assert_eq!(oa, ob);
     b.group.stop();
     a.group.stop();
+}
+
+/// Three voters: `a` bootstraps and leads, `b` and `c` join and are
+/// promoted once they report Joined.
+fn three_voters() -> (Member, Member, Member) {
+    let (a, _) = bootstrap(0);
+    a.until("bootstrap view", view_with(1));
+    let b = start("node2", Mode::Join { peers: vec![a.addr()] });
+    b.until("b is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
+    b.group.member_state(Transition::Join, 0).unwrap();
+    let c = start("node3", Mode::Join { peers: vec![a.addr()] });
+    c.until("c is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 2) || matches!(e, GroupEvent::Restored { .. }));
+    c.group.member_state(Transition::Join, 0).unwrap();
+    for m in [&a, &b, &c] {
+        m.until("c joined", |e| matches!(e, GroupEvent::MemberState { member, state: MemberState::Joined, .. } if *member == c.group.me().id));
+    }
+    (a, b, c)
+}
+
+#[test]
+fn a_dead_leader_is_removed_and_the_rest_keep_ordering() {
+    let (a, b, c) = three_voters();
+    // Let the leader promote both joiners before it dies.
+    std::thread::sleep(Duration::from_millis(500));
+    let died = Instant::now();
+    a.group.stop();
+    let GroupEvent::View(v) = b.until("b's view without a", view_with(2)) else { unreachable!() };
+    assert!(v.members.iter().all(|m| m.id != a.group.me().id), "{:?}", v);
+    c.until("c's view without a", view_with(2));
+    let took = died.elapsed();
+    assert!(took >= Duration::from_millis(1500), "removed after {:?}, before evs.suspect_timeout", took);
+    b.group.propose(1, |buf| buf.push(1), 1).unwrap();
+    c.group.propose(1, |buf| buf.push(2), 1).unwrap();
+    assert_eq!(ordered_of(&b, 2), ordered_of(&c, 2));
+    b.group.stop();
+    c.group.stop();
+}
+
+#[test]
+fn a_member_cut_off_past_the_timeout_is_removed_and_told_so_when_it_is_back() {
+    let (a, b, c) = three_voters();
+    std::thread::sleep(Duration::from_millis(500));
+    c.group.isolate(true);
+    a.until("a's view without c", view_with(2));
+    b.until("b's view without c", view_with(2));
+    c.group.isolate(false);
+    let GroupEvent::View(v) = c.until("c's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary)) else { unreachable!() };
+    assert_eq!((v.members.len(), v.conf_id), (1, -1));
+    for m in [&a, &b, &c] {
+        m.group.stop();
+    }
 }

@@ -92,6 +92,7 @@ impl Shared {
             allow: self.allow.clone(),
             isolation: self.isolation,
             tick: TICK,
+            timeouts: settings.timeouts,
         };
         match Group::start(cfg, Box::new(NodeDelivery(self.clone()))) {
             Ok(g) => {

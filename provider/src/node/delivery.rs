@@ -85,21 +85,10 @@ impl Shared {
                 self.complete(token, Outcome::Failed);
             }
             GroupEvent::StateTransfer { joiner, donor, request, seqno, .. } => self.on_state_transfer(joiner, donor, request, seqno),
-            GroupEvent::Fenced { origin, token } if origin == self.my_id() => self.fail_fenced(token),
+            // Our own fences are the group layer's business (it resends
+            // what they cover); others' say nothing to this node.
             GroupEvent::Fenced { .. } => {}
             GroupEvent::Restored { node, view } => self.on_restored(&node, view),
-        }
-    }
-
-    /// Proposals up to `token` were fenced: they will never be ordered.
-    fn fail_fenced(&self, token: u64) {
-        let dead: Vec<_> = {
-            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            let tokens: Vec<u64> = p.keys().copied().filter(|t| *t <= token).collect();
-            tokens.into_iter().filter_map(|t| p.remove(&t)).collect()
-        };
-        for p in dead {
-            p.complete(Outcome::Failed);
         }
     }
 

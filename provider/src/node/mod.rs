@@ -274,6 +274,9 @@ impl Shared {
             cert.set_max_length(s.cert_max_length);
         }
         crate::log::set_debug(s.debug);
+        if let Some(g) = self.group() {
+            g.set_timeouts(s.timeouts);
+        }
         *self.settings.write().unwrap_or_else(|e| e.into_inner()) = s;
         self.refresh_fc_limits();
     }

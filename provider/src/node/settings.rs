@@ -22,6 +22,9 @@ pub struct Settings {
     pub fc_factor: f64,
     /// `gcs.fc_single_primary` (or the deprecated `gcs.fc_master_slave`).
     pub fc_single_primary: bool,
+    /// `evs.suspect_timeout` and `evs.inactive_timeout`: when the group
+    /// removes a silent member.
+    pub timeouts: crate::group::liveness::Timeouts,
     /// `debug`.
     pub debug: bool,
     /// Where the group transport listens (`gmcast.listen_addr`, without
@@ -43,6 +46,7 @@ impl Default for Settings {
             fc_limit: 16,
             fc_factor: 1.0,
             fc_single_primary: false,
+            timeouts: Default::default(),
             debug: false,
             group_listen: "127.0.0.1:0".into(),
             group_address: String::new(),
@@ -63,6 +67,10 @@ impl Settings {
             fc_limit: cfg.get(keys::GCS_FC_LIMIT),
             fc_factor: cfg.get(keys::GCS_FC_FACTOR),
             fc_single_primary: cfg.get(keys::GCS_FC_SINGLE_PRIMARY) || cfg.get(keys::GCS_FC_MASTER_SLAVE),
+            timeouts: crate::group::liveness::Timeouts {
+                suspect: cfg.duration(keys::EVS_SUSPECT_TIMEOUT),
+                inactive: cfg.duration(keys::EVS_INACTIVE_TIMEOUT),
+            },
             debug: cfg.get(keys::DEBUG),
             group_listen: cfg.str(keys::GMCAST_LISTEN_ADDR).map(strip_scheme).unwrap_or_default(),
             group_address: advertised(cfg),

@@ -1,0 +1,147 @@
+//! Failure detection (Galera's `evs.suspect_timeout` and
+//! `evs.inactive_timeout`): which members have gone silent long enough to
+//! be removed from the group.
+//!
+//! In Galera every member watches every other and a member is evicted once
+//! all agree they suspect it (or one has not heard from it for the inactive
+//! timeout). Under Raft the leader is the only member that hears from all
+//! the others (every follower answers its heartbeats), so the leader's
+//! suspicion stands for the group's: it proposes the removal, and the
+//! removal commits like any entry, with a majority. A dead leader is
+//! replaced by an election first, and the new leader then times the old
+//! one out from the moment it took over.
+//!
+//! Time is an argument, so the simulator can drive this.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Galera's defaults.
+pub const SUSPECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub const INACTIVE_TIMEOUT: Duration = Duration::from_secs(15);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    pub suspect: Duration,
+    pub inactive: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Timeouts {
+        Timeouts { suspect: SUSPECT_TIMEOUT, inactive: INACTIVE_TIMEOUT }
+    }
+}
+
+impl Timeouts {
+    /// Silence after which the leader removes a member: suspicion is
+    /// already the group's verdict (see the module comment), and the
+    /// inactive timeout is the bound Galera never exceeds.
+    pub fn evict_after(&self) -> Duration {
+        self.suspect.min(self.inactive)
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Liveness {
+    /// When each member (raft id) was last heard from.
+    heard: HashMap<u64, Instant>,
+    pub timeouts: Timeouts,
+}
+
+impl Liveness {
+    pub fn new(timeouts: Timeouts) -> Liveness {
+        Liveness { heard: HashMap::new(), timeouts }
+    }
+
+    pub fn heard(&mut self, id: u64, now: Instant) {
+        self.heard.insert(id, now);
+    }
+
+    /// A new leader knows nothing of how long a member has been silent: it
+    /// starts every clock now, so a member is never removed before it had
+    /// a whole timeout to answer this leader.
+    pub fn restart(&mut self, now: Instant) {
+        for at in self.heard.values_mut() {
+            *at = now;
+        }
+    }
+
+    /// The member among `members` silent the longest, if that is past the
+    /// eviction timeout, with how long. Members first seen here start
+    /// their clock now; members no longer listed are forgotten.
+    pub fn overdue(&mut self, members: &[u64], now: Instant) -> Option<(u64, Duration)> {
+        self.heard.retain(|id, _| members.contains(id));
+        for id in members {
+            self.heard.entry(*id).or_insert(now);
+        }
+        let limit = self.timeouts.evict_after();
+        self.heard
+            .iter()
+            .map(|(id, at)| (*id, now.saturating_duration_since(*at)))
+            .filter(|(_, silent)| *silent >= limit)
+            .max_by_key(|(id, silent)| (*silent, std::cmp::Reverse(*id)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn liveness() -> Liveness {
+        Liveness::new(Timeouts { suspect: ms(5000), inactive: ms(15000) })
+    }
+
+    #[test]
+    fn a_member_that_keeps_answering_is_never_overdue() {
+        let (mut l, t0) = (liveness(), Instant::now());
+        for step in 0..100 {
+            let now = t0 + ms(step * 1000);
+            l.heard(2, now);
+            assert_eq!(l.overdue(&[2], now), None);
+        }
+    }
+
+    #[test]
+    fn a_silent_member_is_overdue_after_the_suspect_timeout() {
+        let (mut l, t0) = (liveness(), Instant::now());
+        l.heard(2, t0);
+        l.heard(3, t0);
+        l.heard(3, t0 + ms(4000));
+        assert_eq!(l.overdue(&[2, 3], t0 + ms(4999)), None);
+        assert_eq!(l.overdue(&[2, 3], t0 + ms(5000)), Some((2, ms(5000))));
+        // The longest silence first.
+        assert_eq!(l.overdue(&[2, 3], t0 + ms(9500)), Some((2, ms(9500))));
+    }
+
+    #[test]
+    fn the_inactive_timeout_bounds_a_longer_suspect_timeout() {
+        let (mut l, t0) = (liveness(), Instant::now());
+        l.timeouts = Timeouts { suspect: ms(60_000), inactive: ms(15_000) };
+        l.heard(2, t0);
+        assert_eq!(l.overdue(&[2], t0 + ms(14_999)), None);
+        assert!(l.overdue(&[2], t0 + ms(15_000)).is_some());
+    }
+
+    #[test]
+    fn a_new_leader_gives_every_member_a_whole_timeout() {
+        let (mut l, t0) = (liveness(), Instant::now());
+        l.heard(2, t0);
+        l.restart(t0 + ms(10_000));
+        assert_eq!(l.overdue(&[2], t0 + ms(14_000)), None);
+        assert!(l.overdue(&[2], t0 + ms(15_000)).is_some());
+    }
+
+    #[test]
+    fn members_are_clocked_from_first_sight_and_forgotten_when_gone() {
+        let (mut l, t0) = (liveness(), Instant::now());
+        assert_eq!(l.overdue(&[4], t0), None);
+        assert_eq!(l.overdue(&[4], t0 + ms(4000)), None);
+        assert!(l.overdue(&[4], t0 + ms(5000)).is_some());
+        assert_eq!(l.overdue(&[], t0 + ms(6000)), None);
+        assert_eq!(l.overdue(&[4], t0 + ms(7000)), None, "a member seen again starts afresh");
+    }
+}
