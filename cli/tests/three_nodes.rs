@@ -1,5 +1,5 @@
 //! A killed node: the others evict it (evs.suspect_timeout) and it
-//! rejoins. `LOCKSTEP_TEST_KILL_PROVIDER=galera` runs it on the referee.
+//! rejoins. `LOCKSTEP_TEST_MULTI_PROVIDER=galera` runs it on the referee.
 
 mod common;
 
@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn three_nodes_replicate_and_a_killed_node_rejoins() {
-    let mut spec = spec("three_nodes", 6, 3);
-    spec.provider = lockstep_cli::cluster::Provider::parse(&std::env::var("LOCKSTEP_TEST_KILL_PROVIDER").unwrap_or_else(|_| "lockstep".into()));
-    let cluster = up(spec);
+    let cluster = up(spec("three_nodes", 6, 3));
     for node in cluster.nodes() {
         let status = node.status().unwrap();
         assert!(status.is_synced(), "{}: {}", node.name(), status.summary());
