@@ -262,7 +262,6 @@ impl Driver {
             self.on_tick();
         }
         self.maybe_bootstrap();
-        self.resend();
         self.on_ready();
         self.flush_events();
         self.maybe_snapshot();
@@ -325,10 +324,9 @@ impl Driver {
 
     /// Retries what Raft dropped while no leader was known, and resends
     /// what a fence declared lost; fails writesets that waited too long.
+    /// Once a tick, so that a large writeset is not copied in a busy loop
+    /// while no leader is known.
     fn resend(&mut self) {
-        if self.raw.raft.leader_id == raft::INVALID_ID && self.retries.is_empty() {
-            return;
-        }
         let give_up = self.give_up_after();
         let mut retries = std::mem::take(&mut self.retries);
         retries.extend(self.proposals.unsent(Instant::now(), give_up));
@@ -400,6 +398,7 @@ impl Driver {
         self.leaving_tick();
         self.promote_learners();
         self.evict_silent();
+        self.resend();
         self.maybe_fence();
         if let Some(sig) = self.fc.tick(self.me.id.raft_id(), Instant::now()) {
             self.broadcast_flow(sig);
