@@ -63,31 +63,16 @@ fn a_node_stopped_cleanly_leaves_the_view_at_once_and_rejoins() {
     let cluster = up_first(membership_spec("membership_leave", 10, 3), 3);
     // Workers only on the nodes that stay: node 3's clients would fail
     // with it, which is not what this test is about.
-    let config = bank::BankConfig {
-        workers: env_number("LOCKSTEP_TEST_BANK_WORKERS", 8) as usize,
-        nodes: vec![1, 2],
-        duration: env_secs("LOCKSTEP_TEST_LEAVE_SECS", 20),
-        seed: test_seed(),
-        ..bank::BankConfig::default()
-    };
+    let config = survivors_load(vec![1, 2], env_secs("LOCKSTEP_TEST_LEAVE_SECS", 20));
     bank::setup(&cluster, &config).unwrap_or_else(|e| panic!("bank setup: {e}"));
-    let (run, rows_at_leave) = load_while_leaving(&cluster, &config, 3);
-    let rows_at_end = log_rows(cluster.node(1));
-    assert!(
-        rows_at_end > rows_at_leave,
-        "nodes 1 and 2 committed no transfer after node3 left (bank.log: {rows_at_leave} rows \
-         at the leave, {rows_at_end} at the end of the load)\n{}",
-        run.summary()
-    );
-    rejoin(&cluster, 3);
-    let check = check_bank(&cluster, &config, &run);
-    eprintln!(
-        "node3 holds all {} transfers, {} of them written while it was down; \
-         test took {:.1}s",
-        check.log_rows,
-        rows_at_end - rows_at_leave,
-        started.elapsed().as_secs_f64()
-    );
+    let (run, rows_at_leave) = load_around(&cluster, &config, "node3 down", || {
+        let leave = stop_and_watch_leave(&cluster, 3);
+        eprintln!("{leave}");
+        leave.assert_prompt();
+        log_rows(cluster.node(1))
+    });
+    went_on_and_rejoins(&cluster, &config, &run, 3, "left", rows_at_leave);
+    eprintln!("test took {:.1}s", started.elapsed().as_secs_f64());
 }
 
 #[test]
@@ -143,99 +128,95 @@ fn a_killed_node_is_evicted_while_the_others_keep_committing_and_rejoins() {
     let started = Instant::now();
     let cluster = up_first(membership_spec("membership_kill", 12, 3), 3);
     // Workers only on the survivors: the victim's clients die with it.
-    let config = bank::BankConfig {
+    let config = survivors_load(vec![2, 3], env_secs("LOCKSTEP_TEST_KILL_SECS", 20));
+    bank::setup(&cluster, &config).unwrap_or_else(|e| panic!("bank setup: {e}"));
+    let (run, rows_at_eviction) =
+        load_around(&cluster, &config, "node1 killed", || kill_and_watch_eviction(&cluster, 1));
+    went_on_and_rejoins(&cluster, &config, &run, 1, "was evicted", rows_at_eviction);
+    eprintln!("test took {:.1}s", started.elapsed().as_secs_f64());
+}
+
+/// The bank load of the leave and kill tests: on the nodes that stay.
+fn survivors_load(nodes: Vec<usize>, duration: Duration) -> bank::BankConfig {
+    bank::BankConfig {
         workers: env_number("LOCKSTEP_TEST_BANK_WORKERS", 8) as usize,
-        nodes: vec![2, 3],
-        duration: env_secs("LOCKSTEP_TEST_KILL_SECS", 20),
+        nodes,
+        duration,
         seed: test_seed(),
         ..bank::BankConfig::default()
-    };
-    bank::setup(&cluster, &config).unwrap_or_else(|e| panic!("bank setup: {e}"));
-    let (run, rows_at_eviction) = load_while_killing(&cluster, &config, 1);
-    let rows_at_end = log_rows(cluster.node(2));
+    }
+}
+
+/// Runs `config`'s load and, a quarter into it (every node has applied
+/// some of it as a member), `event`: a node leaves or dies. The run, and
+/// what `event` returned; `what` names the event in a failure.
+fn load_around<T: Send>(
+    cluster: &Cluster,
+    config: &bank::BankConfig,
+    what: &str,
+    event: impl FnOnce() -> T + Send,
+) -> (bank::BankRun, T) {
+    let stop = AtomicBool::new(false);
+    let (run, seen) = std::thread::scope(|scope| {
+        let load = scope.spawn(|| bank::run_until(cluster, config, &stop));
+        let _stop_on_panic = StopOnDrop(&stop);
+        std::thread::sleep(config.duration / 4);
+        let seen = event();
+        (load.join().expect("the load thread panicked"), seen)
+    });
+    let run = run.unwrap_or_else(|e| panic!("bank load with {what} (seed {}): {e}", config.seed));
+    eprintln!("{}", run.summary());
+    (run, seen)
+}
+
+/// After node `gone` left or was evicted (`how`) with `rows_then` rows in
+/// `bank.log`: the others committed more, it rejoins, and every node
+/// passes the bank checks.
+fn went_on_and_rejoins(
+    cluster: &Cluster,
+    config: &bank::BankConfig,
+    run: &bank::BankRun,
+    gone: usize,
+    how: &str,
+    rows_then: i64,
+) {
+    let rows_at_end = log_rows(cluster.node(config.nodes[0]));
     assert!(
-        rows_at_end > rows_at_eviction,
-        "nodes 2 and 3 committed no transfer after node1 was evicted ({rows_at_eviction} rows \
-         in bank.log then, {rows_at_end} at the end of the load)\n{}",
+        rows_at_end > rows_then,
+        "nodes {:?} committed no transfer after node{gone} {how} (bank.log: {rows_then} rows \
+         then, {rows_at_end} at the end of the load)\n{}",
+        config.nodes,
         run.summary()
     );
-    rejoin(&cluster, 1);
-    let check = check_bank(&cluster, &config, &run);
+    rejoin(cluster, gone);
+    let check = check_bank(cluster, config, run);
     eprintln!(
-        "node1 holds all {} transfers; test took {:.1}s",
+        "node{gone} holds all {} transfers, {} of them written after it {how}",
         check.log_rows,
-        started.elapsed().as_secs_f64()
+        rows_at_end - rows_then
     );
 }
 
-/// Runs `config`'s load; a quarter into it kills node `victim` and waits
-/// for the others to evict it. The run, and the rows in `bank.log` when
-/// the eviction was seen.
-fn load_while_killing(
-    cluster: &Cluster,
-    config: &bank::BankConfig,
-    victim: usize,
-) -> (bank::BankRun, i64) {
-    let survivors: Vec<usize> = cluster
-        .running_nodes()
-        .into_iter()
-        .filter(|n| *n != victim)
-        .collect();
+/// Kills node `victim` and waits for the others to evict it; the rows in
+/// `bank.log` when they had.
+fn kill_and_watch_eviction(cluster: &Cluster, victim: usize) -> i64 {
+    let survivors = running_except(cluster, victim);
     let watcher = cluster.node(survivors[0]);
-    let stop = AtomicBool::new(false);
-    let (run, rows_at_eviction) = std::thread::scope(|scope| {
-        let load = scope.spawn(|| bank::run_until(cluster, config, &stop));
-        let _stop_on_panic = StopOnDrop(&stop);
-        std::thread::sleep(config.duration / 4);
-        let rows_at_kill = log_rows(watcher);
-        let killed = Instant::now();
-        cluster
-            .node(victim)
-            .kill()
-            .unwrap_or_else(|e| panic!("killing node{victim}: {e}"));
-        let size = survivors.len() as i64;
-        let evicted = wait_cluster_size(cluster, &survivors, size, killed)
-            .unwrap_or_else(|e| panic!("node{victim} was killed but never evicted: {e}"));
-        let rows = log_rows(watcher);
-        eprintln!(
-            "node{victim}: evicted {:.1}s after SIGKILL; {} transfers committed meanwhile",
-            evicted.as_secs_f64(),
-            rows - rows_at_kill
-        );
-        (load.join().expect("the load thread panicked"), rows)
-    });
-    let run = run.unwrap_or_else(|e| {
-        panic!("bank load with node{victim} killed (seed {}): {e}", config.seed)
-    });
-    eprintln!("{}", run.summary());
-    (run, rows_at_eviction)
-}
-
-/// Runs `config`'s load; a quarter into it stops node `leaver` cleanly
-/// and checks the others' view shrinks at once. The run, and the rows in
-/// `bank.log` right after the leave.
-fn load_while_leaving(
-    cluster: &Cluster,
-    config: &bank::BankConfig,
-    leaver: usize,
-) -> (bank::BankRun, i64) {
-    let stop = AtomicBool::new(false);
-    let (run, rows_at_leave) = std::thread::scope(|scope| {
-        let load = scope.spawn(|| bank::run_until(cluster, config, &stop));
-        let _stop_on_panic = StopOnDrop(&stop);
-        // The leaver applies the load as a member first.
-        std::thread::sleep(config.duration / 4);
-        let leave = stop_and_watch_leave(cluster, leaver);
-        eprintln!("{leave}");
-        leave.assert_prompt();
-        let rows = log_rows(cluster.node(1));
-        (load.join().expect("the load thread panicked"), rows)
-    });
-    let run = run.unwrap_or_else(|e| {
-        panic!("bank load with node{leaver} down (seed {}): {e}", config.seed)
-    });
-    eprintln!("{}", run.summary());
-    (run, rows_at_leave)
+    let rows_at_kill = log_rows(watcher);
+    let killed = Instant::now();
+    cluster
+        .node(victim)
+        .kill()
+        .unwrap_or_else(|e| panic!("killing node{victim}: {e}"));
+    let evicted = wait_cluster_size(cluster, &survivors, survivors.len() as i64, killed)
+        .unwrap_or_else(|e| panic!("node{victim} was killed but never evicted: {e}"));
+    let rows = log_rows(watcher);
+    eprintln!(
+        "node{victim}: evicted {:.1}s after SIGKILL; {} transfers committed meanwhile",
+        evicted.as_secs_f64(),
+        rows - rows_at_kill
+    );
+    rows
 }
 
 /// Runs `config`'s load; `warmup` into it starts node `joiner`, and stops
@@ -348,13 +329,18 @@ impl Leave {
     }
 }
 
-/// Stops node `leaver` with SIGTERM while watching the others' view.
-fn stop_and_watch_leave(cluster: &Cluster, leaver: usize) -> Leave {
-    let others: Vec<usize> = cluster
+/// The running nodes other than `node`: whose view must drop it.
+fn running_except(cluster: &Cluster, node: usize) -> Vec<usize> {
+    cluster
         .running_nodes()
         .into_iter()
-        .filter(|n| *n != leaver)
-        .collect();
+        .filter(|n| *n != node)
+        .collect()
+}
+
+/// Stops node `leaver` with SIGTERM while watching the others' view.
+fn stop_and_watch_leave(cluster: &Cluster, leaver: usize) -> Leave {
+    let others = running_except(cluster, leaver);
     let size = others.len() as i64;
     let started = Instant::now();
     std::thread::scope(|scope| {

@@ -144,7 +144,7 @@ pub(super) struct Driver {
     fc: FlowControl,
     flow: Arc<FlowGate>,
     /// Members the transport is asked to keep links to.
-    peers: std::collections::HashSet<u64>,
+    pub(super) peers: std::collections::HashSet<u64>,
     /// Departed members, and when to drop their links.
     departed: Vec<(u64, Instant)>,
     /// A member told us the group removed us.

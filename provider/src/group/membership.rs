@@ -191,6 +191,10 @@ impl Driver {
     /// A removed member that still speaks Raft to us (it was stopped while
     /// the group removed it) is told it is out.
     pub(super) fn tell_if_removed(&self, from: u64) {
+        // Every Raft message passes here: members are answered at once.
+        if self.peers.contains(&from) {
+            return;
+        }
         if let Some((_, uuid)) = self.removed_members.iter().rev().find(|(id, _)| *id == from) {
             if self.state.member(*uuid).is_none() {
                 self.net.send(from, KIND_LEFT, Bytes::copy_from_slice(&uuid.0));
