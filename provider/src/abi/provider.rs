@@ -103,9 +103,12 @@ impl Provider {
 
     /// Options that are actions rather than settings.
     fn act_on(&self, changes: &[Change]) {
+        use lockstep_config::Value;
         for c in changes {
-            if c.opt == keys::PC_BOOTSTRAP.opt() {
-                log::info!("pc.bootstrap: this node already forms a primary component of its own");
+            match (c.opt, &c.value) {
+                (o, Value::Bool(true)) if o == keys::PC_BOOTSTRAP.opt() => self.node.bootstrap_component(),
+                (o, Value::Int(n)) if o == keys::GMCAST_ISOLATE.opt() => self.node.isolate(*n != 0),
+                _ => {}
             }
         }
     }

@@ -15,10 +15,11 @@ use protobuf::Message as _;
 use raft::prelude::{ConfChange, ConfChangeType, Entry as RaftEntry, EntryType, Message, Snapshot};
 use raft::{RawNode, StateRole};
 
-use super::entry::{Entry, MemberInfo, Membership};
+use super::entry::{Entry, MemberInfo, Membership, Transition};
 use super::flow_control::{FlowControl, Signal};
 use super::liveness::{Liveness, Timeouts};
 use super::proposals::{Proposals, Retry};
+use super::quorum::{Change, Quorum};
 use super::FlowGate;
 use super::log::GroupLog;
 use super::membership::{Joining, Leaving};
@@ -50,6 +51,9 @@ pub(super) enum Command {
     ResetFlowCounters,
     /// `evs.suspect_timeout` / `evs.inactive_timeout` changed.
     Timeouts(Timeouts),
+    /// `pc.bootstrap=YES`: a non-primary member forms a primary component
+    /// of its own.
+    Reform,
     Stop,
 }
 
@@ -152,6 +156,8 @@ pub(super) struct Driver {
     /// Failure detection; the leader acts on it.
     pub(super) liveness: Liveness,
     pub(super) was_leader: bool,
+    /// Whether this member still has a leader (the primary component).
+    quorum: Quorum,
     /// Members this node saw removed (raft id, uuid), newest last.
     pub(super) removed_members: std::collections::VecDeque<(u64, Uuid)>,
 }
@@ -177,19 +183,7 @@ impl Driver {
             Start::Bootstrap { history, position } => (vec![id], Some((history, position)), None),
             Start::Join { peers } => (vec![], None, Some(Joining::new(peers))),
         };
-        let config = raft::Config {
-            id,
-            election_tick: 10,
-            heartbeat_tick: 2,
-            check_quorum: true,
-            pre_vote: true,
-            max_inflight_msgs: 256,
-            max_size_per_msg: 1 << 20,
-            ..Default::default()
-        };
-        config.validate()?;
-        let logger = super::raft_log::logger();
-        let raw = RawNode::new(&config, GroupLog::new(voters), &logger)?;
+        let raw = raft_node(id, voters)?;
         let now = Instant::now();
         Ok(Driver {
             raw,
@@ -220,6 +214,7 @@ impl Driver {
             removed: false,
             liveness: Liveness::new(cfg.timeouts),
             was_leader: false,
+            quorum: Quorum::default(),
             removed_members: Default::default(),
         })
     }
@@ -292,6 +287,7 @@ impl Driver {
                 self.publish_flow();
             }
             Command::Timeouts(t) => self.liveness.timeouts = t,
+            Command::Reform => self.reform(),
             Command::Stop => {
                 self.flow.publish(false, false, self.fc.counters(), Instant::now());
                 return false;
@@ -360,6 +356,12 @@ impl Driver {
             Inbound::Frame { kind: KIND_RAFT, payload, from } => match Message::parse_from_bytes(&payload) {
                 Ok(m) => {
                     self.tell_if_removed(from);
+                    // A member only hears its own group: after a reform the
+                    // old group's members must not pull it back into their
+                    // terms.
+                    if self.state.member(self.me.id).is_some() && !self.peers.contains(&from) {
+                        return;
+                    }
                     let _ = self.raw.step(m);
                 }
                 Err(e) => log::warning!("undecodable raft message from {:x}: {}", from, e),
@@ -398,6 +400,7 @@ impl Driver {
         self.leaving_tick();
         self.promote_learners();
         self.evict_silent();
+        self.watch_quorum();
         self.resend();
         self.maybe_fence();
         if let Some(sig) = self.fc.tick(self.me.id.raft_id(), Instant::now()) {
@@ -427,7 +430,7 @@ impl Driver {
     /// pending (a new leader's first entry counts), so this repeats until
     /// the bootstrap entry is applied.
     fn maybe_bootstrap(&mut self) {
-        if self.state.is_primary() {
+        if self.state.member(self.me.id).is_some() {
             self.bootstrap = None;
         }
         let Some((history, position)) = self.bootstrap else { return };
@@ -504,6 +507,9 @@ impl Driver {
     fn apply_normal(&mut self, index: u64, data: Bytes) {
         match Entry::decode(&data) {
             Ok(entry) => {
+                if matches!(entry, Entry::MemberState { member, transition: Transition::Rejoin, .. } if member == self.me.id) {
+                    self.quorum.rejoined();
+                }
                 let before = self.events.len();
                 self.state.apply(entry, &mut self.events);
                 self.note_own_deliveries(before);
@@ -654,6 +660,78 @@ impl Driver {
         }
     }
 
+    /// Tells the server when this member leaves the primary component (no
+    /// leader past the grace) and asks the group for a new primary view
+    /// once a leader is back (see `quorum`).
+    fn watch_quorum(&mut self) {
+        let member = self.state.member(self.me.id).is_some();
+        if !member || self.joining.is_some() || self.leaving.is_some() || self.removed {
+            return;
+        }
+        let leader = self.raw.raft.leader_id != raft::INVALID_ID;
+        match self.quorum.observe(leader, Instant::now(), self.liveness.timeouts.suspect) {
+            Some(Change::Lost) => self.lose_primary(),
+            Some(Change::AskRejoin) => {
+                log::info!("a leader is known again (member {:x}); asking the group for a primary view", self.raw.raft.leader_id);
+                let entry = Entry::MemberState { member: self.me.id, transition: Transition::Rejoin, seqno: self.state.seqno() };
+                let _ = self.raw.propose(vec![], entry.encode());
+            }
+            None => {}
+        }
+    }
+
+    /// Forms a new primary component of this member alone, continuing the
+    /// history and seqnos (`pc.bootstrap=YES`). The old Raft group stays
+    /// behind with its log: nothing it had not committed is ordered here
+    /// (those writesets' clients failed with the non-primary view).
+    pub(super) fn reform(&mut self) {
+        if self.quorum.is_primary() || self.state.member(self.me.id).is_none() {
+            return log::warning!("pc.bootstrap ignored: this node is not in a non-primary component");
+        }
+        let id = self.me.id.raft_id();
+        match raft_node(id, vec![id]) {
+            Ok(raw) => self.raw = raw,
+            Err(e) => return log::error!("pc.bootstrap: cannot start a new raft group: {}", e),
+        }
+        log::info!("pc.bootstrap: forming a primary component of this node alone at {}:{}", self.state.history(), self.state.seqno());
+        self.bootstrap = Some((self.state.history(), self.state.seqno()));
+        self.state.reform();
+        self.quorum = Quorum::default();
+        self.dropped.clear();
+        self.reads_asked.clear();
+        self.reads_ready.clear();
+        self.refresh_peers();
+        let _ = self.raw.campaign();
+    }
+
+    /// A non-primary view of this node's side of the partition: itself and
+    /// the members it still hears from. It consumes no seqno.
+    fn lose_primary(&mut self) {
+        let now = Instant::now();
+        let members: Vec<MemberInfo> = self
+            .state
+            .members()
+            .iter()
+            .filter(|m| m.info.id == self.me.id || self.liveness.is_recent(m.info.id.raft_id(), now))
+            .map(|m| m.info.clone())
+            .collect();
+        // Info, as Galera logs its non-primary views: the operator's
+        // signal is wsrep_cluster_status, and mtr tests count warnings.
+        log::info!(
+            "no leader for longer than {:?}: this node is non-Primary with {} of {} members of the last primary view",
+            self.liveness.timeouts.suspect.max(Quorum::MIN_GRACE),
+            members.len(),
+            self.state.members().len()
+        );
+        for client in self.proposals.abandon() {
+            self.events.push(GroupEvent::ProposalFailed { token: client });
+        }
+        let my_idx = members.iter().position(|m| m.id == self.me.id).map_or(-1, |i| i as i32);
+        let view = super::View { history: self.state.history(), seqno: self.state.seqno(), conf_id: -1, primary: false, members, my_idx };
+        self.events.push(GroupEvent::View(view));
+        self.flush_events();
+    }
+
     /// A proposal of ours that has waited too long was probably lost with
     /// a leader: fence everything up to the highest token so that it can
     /// never be ordered later, and its client learns it failed.
@@ -700,6 +778,23 @@ impl Driver {
             self.events.clear();
         }
     }
+}
+
+/// A Raft node with these voters (a bootstrapping member: itself; a
+/// joiner: none, it learns them from the leader).
+fn raft_node(id: u64, voters: Vec<u64>) -> raft::Result<RawNode<GroupLog>> {
+    let config = raft::Config {
+        id,
+        election_tick: 10,
+        heartbeat_tick: 2,
+        check_quorum: true,
+        pre_vote: true,
+        max_inflight_msgs: 256,
+        max_size_per_msg: 1 << 20,
+        ..Default::default()
+    };
+    config.validate()?;
+    RawNode::new(&config, GroupLog::new(voters), &super::raft_log::logger())
 }
 
 /// A snapshot's data: the group state, then the node layer's part.

@@ -43,6 +43,10 @@ pub enum Transition {
     Join = 2,
     /// The member has drained its backlog.
     Sync = 3,
+    /// The member has a leader again after a non-primary spell: every
+    /// member sees a new primary view (Galera's configuration change when a
+    /// partition heals).
+    Rejoin = 4,
 }
 
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -165,6 +169,7 @@ impl Entry {
                     1 => Transition::Desync,
                     2 => Transition::Join,
                     3 => Transition::Sync,
+                    4 => Transition::Rejoin,
                     t => return Err(EntryError::Tag(t)),
                 };
                 let seqno = r.u64()? as i64;
@@ -322,6 +327,7 @@ mod tests {
     fn entries_round_trip_and_truncation_is_an_error() {
         round_trip(Entry::Ordered { origin: Uuid::random(), token: 42, payload: Bytes::from_static(b"ws") });
         round_trip(Entry::MemberState { member: Uuid::random(), transition: Transition::Join, seqno: 7 });
+        round_trip(Entry::MemberState { member: Uuid::random(), transition: Transition::Rejoin, seqno: -1 });
         round_trip(Entry::Fence { origin: Uuid::random(), token: 9 });
         let req = Entry::StateRequest {
             joiner: Uuid::random(),

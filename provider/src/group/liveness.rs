@@ -81,6 +81,12 @@ impl Liveness {
             .filter(|(_, silent)| *silent >= limit)
             .max_by_key(|(id, silent)| (*silent, std::cmp::Reverse(*id)))
     }
+
+    /// Whether `id` was heard from within the suspect timeout: a member of
+    /// this node's side of a partition.
+    pub fn is_recent(&self, id: u64, now: Instant) -> bool {
+        self.heard.get(&id).is_some_and(|at| now.saturating_duration_since(*at) < self.timeouts.suspect)
+    }
 }
 
 #[cfg(test)]
@@ -143,5 +149,14 @@ mod tests {
         assert!(l.overdue(&[4], t0 + ms(5000)).is_some());
         assert_eq!(l.overdue(&[], t0 + ms(6000)), None);
         assert_eq!(l.overdue(&[4], t0 + ms(7000)), None, "a member seen again starts afresh");
+    }
+
+    #[test]
+    fn recent_means_heard_within_the_suspect_timeout() {
+        let (mut l, t0) = (liveness(), Instant::now());
+        assert!(!l.is_recent(2, t0));
+        l.heard(2, t0);
+        assert!(l.is_recent(2, t0 + ms(4999)));
+        assert!(!l.is_recent(2, t0 + ms(5000)));
     }
 }

@@ -216,7 +216,8 @@ impl Driver {
         if self.state.member(self.me.id).is_none() {
             return; // already saw its own removal in the log
         }
-        log::error!(
+        // Info, as Galera logs its non-primary views (see watch_quorum).
+        log::info!(
             "this node ({}) was removed from the cluster while it did not answer; it is non-Primary now. \
              Restart it, or SET GLOBAL wsrep_cluster_address, to rejoin",
             self.me.id

@@ -14,6 +14,7 @@ pub mod liveness;
 mod log;
 mod membership;
 mod proposals;
+pub mod quorum;
 mod raft_log;
 pub mod state;
 
@@ -270,6 +271,12 @@ impl Group {
     /// `gmcast.isolate`: cuts this member off the network (tests), or not.
     pub fn isolate(&self, on: bool) {
         let _ = self.command(Command::Isolate(on));
+    }
+
+    /// `pc.bootstrap=YES`: a non-primary member forms a primary component
+    /// of its own.
+    pub fn reform(&self) {
+        let _ = self.command(Command::Reform);
     }
 
     /// `evs.suspect_timeout` / `evs.inactive_timeout` changed at runtime.

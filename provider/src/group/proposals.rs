@@ -81,6 +81,15 @@ impl Proposals {
         self.waiting.is_empty()
     }
 
+    /// This member left the primary component: every waiting client fails
+    /// now, as Galera fails them on a non-primary view. A copy already in
+    /// some leader's log may still be ordered when the partition heals; it
+    /// then reaches this node as nobody's writeset and is applied like a
+    /// remote one, so every node still commits the same.
+    pub fn abandon(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.waiting).into_values().map(|p| p.client).collect()
+    }
+
     /// Proposals Raft dropped (no leader), to try again now.
     pub fn unsent(&mut self, now: Instant, give_up: Duration) -> Vec<Retry> {
         let wires: Vec<u64> = self.waiting.iter().filter(|(_, p)| !p.sent).map(|(w, _)| *w).collect();
@@ -120,6 +129,19 @@ mod tests {
         d.extend_from_slice(&client.to_le_bytes());
         d.extend_from_slice(b"ws");
         d
+    }
+
+    #[test]
+    fn abandoned_proposals_fail_their_clients_and_are_nobodys_when_ordered_later() {
+        let (mut p, t0) = (Proposals::default(), Instant::now());
+        let (w1, _) = p.add(7, payload(7), t0);
+        p.sent(w1);
+        p.add(8, payload(8), t0);
+        let mut clients = p.abandon();
+        clients.sort();
+        assert_eq!(clients, vec![7, 8]);
+        assert_eq!(p.ordered(w1), None);
+        assert!(p.is_empty());
     }
 
     fn wire_of(data: &[u8]) -> u64 {

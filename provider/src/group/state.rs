@@ -164,7 +164,7 @@ impl GroupState {
     }
 
     fn bootstrap(&mut self, history: Uuid, position: Seqno, member: MemberInfo, out: &mut Vec<GroupEvent>) {
-        if self.is_primary() {
+        if !self.members.is_empty() {
             return; // a component is bootstrapped once
         }
         self.history = history;
@@ -173,6 +173,13 @@ impl GroupState {
         self.primary_view(out);
         let m = &self.members[0];
         out.push(GroupEvent::MemberState { member: m.info.id, state: m.state, desync_count: 0 });
+    }
+
+    /// Forgets the members before a new component is bootstrapped on the
+    /// same history (`pc.bootstrap=YES` from non-primary): the seqno and
+    /// configuration ids go on.
+    pub fn reform(&mut self) {
+        self.members.clear();
     }
 
     fn add(&mut self, member: MemberInfo, out: &mut Vec<GroupEvent>) {
@@ -219,6 +226,9 @@ impl GroupState {
     }
 
     fn transition(&mut self, id: Uuid, t: Transition, out: &mut Vec<GroupEvent>) {
+        if t == Transition::Rejoin {
+            return self.rejoin(id, out);
+        }
         let Some(m) = self.member_mut(id) else {
             return; // a member that already left
         };
@@ -242,10 +252,23 @@ impl GroupState {
                     m.state = MemberState::Synced;
                 }
             }
+            Transition::Rejoin => unreachable!("handled above"),
         }
         if (m.state, m.desync_count) != before {
             out.push(GroupEvent::MemberState { member: id, state: m.state, desync_count: m.desync_count });
         }
+    }
+
+    /// A member back from a non-primary spell: a new primary view for all,
+    /// and its own state again (the server forgot it with the non-primary
+    /// view).
+    fn rejoin(&mut self, id: Uuid, out: &mut Vec<GroupEvent>) {
+        let Some(m) = self.member(id) else {
+            return; // removed meanwhile: it must join anew
+        };
+        let (state, desync_count) = (m.state, m.desync_count);
+        self.primary_view(out);
+        out.push(GroupEvent::MemberState { member: id, state, desync_count });
     }
 
     fn state_request(&mut self, joiner: Uuid, donors: &str, ist: (Uuid, Seqno), request: Bytes, out: &mut Vec<GroupEvent>) {

@@ -322,3 +322,45 @@ fn a_member_cut_off_past_the_timeout_is_removed_and_told_so_when_it_is_back() {
         m.group.stop();
     }
 }
+
+#[test]
+fn a_survivor_without_quorum_is_non_primary_until_pc_bootstrap_reforms_it_alone() {
+    let (a, _) = bootstrap(0);
+    a.until("bootstrap view", view_with(1));
+    let b = start("node2", Mode::Join { peers: vec![a.addr()] });
+    b.until("b is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
+    b.group.member_state(Transition::Join, 0).unwrap();
+    let GroupEvent::View(two) = a.until("a sees b", view_with(2)) else { unreachable!() };
+    // Let the leader promote b: then a alone is no majority.
+    std::thread::sleep(Duration::from_millis(500));
+    b.group.stop();
+    let GroupEvent::View(np) = a.until("a's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary)) else { unreachable!() };
+    assert_eq!((np.conf_id, np.members.len(), np.my_idx), (-1, 1, 0));
+    a.group.reform();
+    let GroupEvent::View(v) = a.until("a's own primary view", view_with(1)) else { unreachable!() };
+    assert!(v.seqno > two.seqno && v.conf_id > two.conf_id, "the history goes on: {:?} after {:?}", v, two);
+    a.until("a synced again", |e| matches!(e, GroupEvent::MemberState { state: MemberState::Synced, .. }));
+    a.group.propose(1, |buf| buf.push(1), 1).unwrap();
+    assert_eq!(ordered_of(&a, 1), vec![(v.seqno + 1, a.group.me().id, 1)]);
+    a.group.stop();
+}
+
+#[test]
+fn a_member_whose_peer_comes_back_before_eviction_gets_a_new_primary_view() {
+    let (a, _) = bootstrap(0);
+    a.until("bootstrap view", view_with(1));
+    let b = start("node2", Mode::Join { peers: vec![a.addr()] });
+    b.until("b is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
+    b.group.member_state(Transition::Join, 0).unwrap();
+    a.until("a sees b", view_with(2));
+    std::thread::sleep(Duration::from_millis(500));
+    b.group.isolate(true);
+    a.until("a's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
+    b.group.isolate(false);
+    let GroupEvent::View(v) = a.until("a primary again with b", view_with(2)) else { unreachable!() };
+    b.until("b sees the same view", |e| matches!(e, GroupEvent::View(w) if *w == View { my_idx: 1, ..v.clone() }));
+    a.group.propose(1, |buf| buf.push(1), 1).unwrap();
+    assert_eq!(ordered_of(&a, 1), ordered_of(&b, 1));
+    a.group.stop();
+    b.group.stop();
+}

@@ -233,6 +233,23 @@ impl Node {
     pub fn set_settings(&self, s: Settings) {
         self.shared.apply_settings(s);
     }
+
+    /// `pc.bootstrap=YES`: a non-primary node forms a primary component of
+    /// its own (the operator vouches that no other one exists).
+    pub fn bootstrap_component(&self) {
+        match self.shared.group() {
+            Some(g) => g.reform(),
+            None => crate::log::warning!("pc.bootstrap ignored: not connected"),
+        }
+    }
+
+    /// `gmcast.isolate`: 1 cuts this node off the group's network, 0 lets
+    /// it back.
+    pub fn isolate(&self, on: bool) {
+        if let Some(g) = self.shared.group() {
+            g.isolate(on);
+        }
+    }
 }
 
 impl std::ops::Deref for Node {

@@ -148,3 +148,19 @@ fn snapshot_round_trips_and_refuses_truncation() {
         assert!(GroupState::decode(a, &enc[..len]).is_err());
     }
 }
+
+#[test]
+fn a_rejoin_after_a_non_primary_spell_is_a_new_primary_view_and_restates_the_member() {
+    let me = Uuid::random();
+    let mut g = boot(me, 10);
+    let rejoin = |m| Entry::MemberState { member: m, transition: Transition::Rejoin, seqno: -1 };
+    let out = apply(&mut g, rejoin(me));
+    match &out[..] {
+        [GroupEvent::View(v), GroupEvent::MemberState { member, state: MemberState::Synced, desync_count: 0 }] => {
+            assert_eq!((v.seqno, v.conf_id, v.primary, *member), (12, 2, true, me))
+        }
+        e => panic!("{:?}", e),
+    }
+    assert!(apply(&mut g, rejoin(Uuid::random())).is_empty(), "a removed member must join anew");
+    assert_eq!(g.seqno(), 12);
+}

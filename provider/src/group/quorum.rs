@@ -1,0 +1,139 @@
+//! Whether this member is in the primary component (Galera's quorum), as
+//! the server must be told it.
+//!
+//! Under Raft a member is in the primary component while it has a leader:
+//! a leader that stops hearing from a majority steps down (check_quorum),
+//! and a follower cut off from the leader becomes a pre-candidate that no
+//! majority elects; both then know no leader. A member without a leader for
+//! longer than an election normally takes is non-primary: the server hears
+//! a non-primary view and refuses queries, and nothing is ordered there
+//! anyway (no majority). Once a leader is known again the member asks the
+//! group for a new primary view (an ordered `Rejoin`), as Galera's members
+//! see a new primary configuration when a partition heals; it is primary
+//! again when that view is applied.
+//!
+//! Time is an argument, so the simulator can drive this.
+
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Primary,
+    /// No leader since then; still primary until the grace ends.
+    Leaderless(Instant),
+    /// The server was told non-primary; `asked` once a rejoin is proposed.
+    NonPrimary { asked: bool },
+}
+
+#[derive(Debug)]
+pub struct Quorum {
+    phase: Phase,
+}
+
+/// What the driver must do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Deliver a non-primary view.
+    Lost,
+    /// A leader is back: propose this member's rejoin.
+    AskRejoin,
+}
+
+impl Default for Quorum {
+    fn default() -> Quorum {
+        Quorum { phase: Phase::Primary }
+    }
+}
+
+impl Quorum {
+    /// The shortest grace before non-primary: elections take 10-20 ticks
+    /// of 50 ms, and a member must not flap through non-primary while the
+    /// majority elects a new leader.
+    pub const MIN_GRACE: Duration = Duration::from_secs(2);
+
+    pub fn is_primary(&self) -> bool {
+        !matches!(self.phase, Phase::NonPrimary { .. })
+    }
+
+    /// Called every tick, for a member of a primary component: whether a
+    /// leader is known now.
+    pub fn observe(&mut self, leader: bool, now: Instant, grace: Duration) -> Option<Change> {
+        let grace = grace.max(Self::MIN_GRACE);
+        match (self.phase, leader) {
+            (Phase::Primary, false) => self.phase = Phase::Leaderless(now),
+            (Phase::Leaderless(_), true) => self.phase = Phase::Primary,
+            (Phase::Leaderless(since), false) if now.saturating_duration_since(since) >= grace => {
+                self.phase = Phase::NonPrimary { asked: false };
+                return Some(Change::Lost);
+            }
+            (Phase::NonPrimary { asked: false }, true) => {
+                self.phase = Phase::NonPrimary { asked: true };
+                return Some(Change::AskRejoin);
+            }
+            // A proposal made while the new leader was lost again may be
+            // dropped: ask again once there is one.
+            (Phase::NonPrimary { asked: true }, false) => self.phase = Phase::NonPrimary { asked: false },
+            _ => {}
+        }
+        None
+    }
+
+    /// This member's rejoin was applied: the primary view is delivered.
+    pub fn rejoined(&mut self) {
+        self.phase = Phase::Primary;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GRACE: Duration = Duration::from_secs(5);
+
+    fn at(t0: Instant, ms: u64) -> Instant {
+        t0 + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn an_election_shorter_than_the_grace_is_not_a_loss() {
+        let (mut q, t0) = (Quorum::default(), Instant::now());
+        assert_eq!(q.observe(false, t0, GRACE), None);
+        assert_eq!(q.observe(false, at(t0, 4900), GRACE), None);
+        assert_eq!(q.observe(true, at(t0, 4950), GRACE), None);
+        assert_eq!(q.observe(false, at(t0, 5000), GRACE), None);
+        assert_eq!(q.observe(false, at(t0, 9000), GRACE), None);
+        assert!(q.is_primary());
+    }
+
+    #[test]
+    fn no_leader_past_the_grace_is_non_primary_until_the_rejoin_is_applied() {
+        let (mut q, t0) = (Quorum::default(), Instant::now());
+        q.observe(false, t0, GRACE);
+        assert_eq!(q.observe(false, at(t0, 5000), GRACE), Some(Change::Lost));
+        assert!(!q.is_primary());
+        assert_eq!(q.observe(false, at(t0, 9000), GRACE), None);
+        assert_eq!(q.observe(true, at(t0, 9050), GRACE), Some(Change::AskRejoin));
+        assert_eq!(q.observe(true, at(t0, 9100), GRACE), None, "asked once per leader");
+        assert!(!q.is_primary());
+        q.rejoined();
+        assert!(q.is_primary());
+    }
+
+    #[test]
+    fn a_leader_lost_before_the_rejoin_applied_means_asking_again() {
+        let (mut q, t0) = (Quorum::default(), Instant::now());
+        q.observe(false, t0, GRACE);
+        q.observe(false, at(t0, 6000), GRACE);
+        assert_eq!(q.observe(true, at(t0, 7000), GRACE), Some(Change::AskRejoin));
+        assert_eq!(q.observe(false, at(t0, 7050), GRACE), None);
+        assert_eq!(q.observe(true, at(t0, 8000), GRACE), Some(Change::AskRejoin));
+    }
+
+    #[test]
+    fn the_grace_never_drops_below_an_election() {
+        let (mut q, t0) = (Quorum::default(), Instant::now());
+        q.observe(false, t0, Duration::from_millis(100));
+        assert_eq!(q.observe(false, at(t0, 1000), Duration::from_millis(100)), None);
+        assert_eq!(q.observe(false, at(t0, 2000), Duration::from_millis(100)), Some(Change::Lost));
+    }
+}
