@@ -157,7 +157,12 @@ pub(super) struct Driver {
     pub(super) liveness: Liveness,
     pub(super) was_leader: bool,
     /// Whether this member still has a leader (the primary component).
-    quorum: Quorum,
+    pub(super) quorum: Quorum,
+    /// The member this node was before it was killed (told when joining).
+    pub(super) previous: Option<Uuid>,
+    /// Members of our last primary view whose node has restarted since:
+    /// gone for good, whatever partition they seemed to be in.
+    pub(super) restarted: std::collections::HashSet<Uuid>,
     /// Members this node saw removed (raft id, uuid), newest last.
     pub(super) removed_members: std::collections::VecDeque<(u64, Uuid)>,
 }
@@ -167,6 +172,7 @@ pub(super) struct DriverConfig {
     pub start: Start,
     pub tick: Duration,
     pub timeouts: Timeouts,
+    pub previous: Option<Uuid>,
 }
 
 impl Driver {
@@ -215,6 +221,8 @@ impl Driver {
             liveness: Liveness::new(cfg.timeouts),
             was_leader: false,
             quorum: Quorum::default(),
+            previous: cfg.previous,
+            restarted: Default::default(),
             removed_members: Default::default(),
         })
     }
@@ -693,10 +701,11 @@ impl Driver {
             Ok(raw) => self.raw = raw,
             Err(e) => return log::error!("pc.bootstrap: cannot start a new raft group: {}", e),
         }
-        log::info!("pc.bootstrap: forming a primary component of this node alone at {}:{}", self.state.history(), self.state.seqno());
+        log::info!("forming a primary component of this node alone at {}:{}", self.state.history(), self.state.seqno());
         self.bootstrap = Some((self.state.history(), self.state.seqno()));
         self.state.reform();
         self.quorum = Quorum::default();
+        self.restarted.clear();
         self.dropped.clear();
         self.reads_asked.clear();
         self.reads_ready.clear();

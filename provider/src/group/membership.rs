@@ -35,12 +35,16 @@ pub(super) struct Joining {
     reached: bool,
     warned: bool,
     started: Instant,
+    /// Members that answered: the request is repeated to them, since one
+    /// may come while the member cannot take it (no leader, a
+    /// configuration change pending).
+    linked: Vec<u64>,
 }
 
 impl Joining {
     pub fn new(peers: Vec<String>) -> Joining {
         let now = Instant::now();
-        Joining { peers, next_try: now, reached: false, warned: false, started: now }
+        Joining { peers, next_try: now, reached: false, warned: false, started: now, linked: Vec::new() }
     }
 }
 
@@ -66,15 +70,29 @@ impl Driver {
         for addr in j.peers.clone() {
             self.net.connect_addr(&addr);
         }
+        for id in j.linked.clone() {
+            self.send_join_request(id);
+        }
     }
 
     /// A link came up: a joiner asks that member to take it in.
     pub(super) fn on_peer_up(&mut self, id: u64, addr: &str) {
         let Some(j) = self.joining.as_mut() else { return };
         j.reached = true;
+        if !j.linked.contains(&id) {
+            j.linked.push(id);
+        }
         log::debug!("reached member {:x} at {}; asking to join", id, addr);
+        self.send_join_request(id);
+    }
+
+    fn send_join_request(&self, id: u64) {
         let mut req = Vec::new();
         encode_member(&self.me, &mut req);
+        // Older members ignore what follows the member.
+        if let Some(p) = self.previous {
+            req.extend_from_slice(&p.0);
+        }
         self.net.send(id, KIND_JOIN, Bytes::from(req));
     }
 
@@ -89,16 +107,39 @@ impl Driver {
     /// forwards it to the leader); a repeated request for a member already
     /// in is ignored when applied.
     pub(super) fn on_join_request(&mut self, payload: &[u8]) {
-        let member = match decode_member(&mut Reader { buf: payload, pos: 0 }) {
+        let mut r = Reader { buf: payload, pos: 0 };
+        let member = match decode_member(&mut r) {
             Ok(m) => m,
             Err(e) => return log::warning!("ignoring a malformed join request: {}", e),
         };
+        if let Ok(previous) = r.uuid() {
+            self.on_restarted_member(previous);
+        }
         if !self.state.is_primary() || self.state.member(member.id).is_some() {
             return;
         }
         log::info!("member {} ({}) at {} asks to join", member.id, member.name, member.address);
         self.net.set_peer(member.id.raft_id(), &member.address);
         self.propose_membership(Membership::Add { member }, ConfChangeType::AddLearnerNode);
+    }
+
+    /// A joiner says it was `previous` before it was killed. A non-primary
+    /// member whose every other member of the last primary view has come
+    /// back that way is the only one left holding that component's state:
+    /// no other primary can exist, so it forms one again on its own (what
+    /// Galera's pc.recovery achieves when the killed members return).
+    fn on_restarted_member(&mut self, previous: Uuid) {
+        if self.quorum.is_primary() || self.state.member(previous).is_none() || previous == self.me.id {
+            return;
+        }
+        if self.restarted.insert(previous) {
+            log::info!("member {} of the last primary view has restarted", previous);
+        }
+        let me = self.me.id;
+        if self.state.members().iter().all(|m| m.info.id == me || self.restarted.contains(&m.info.id)) {
+            log::info!("every other member of the last primary view has restarted: this node forms the primary component again");
+            self.reform();
+        }
     }
 
     /// The leader promotes learners that now hold the state, one conf

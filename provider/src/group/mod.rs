@@ -80,6 +80,9 @@ pub struct GroupConfig {
     pub tick: Duration,
     /// When a silent member is removed.
     pub timeouts: liveness::Timeouts,
+    /// The member this node was before it was killed (`gvwstate.dat`):
+    /// told to the group when joining, so survivors know it is gone.
+    pub previous: Option<Uuid>,
 }
 
 /// The handle the node holds; the Raft node runs on its own thread.
@@ -200,7 +203,7 @@ impl Group {
             Mode::Bootstrap { history, position } => Start::Bootstrap { history, position },
             Mode::Join { peers } => Start::Join { peers },
         };
-        let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts };
+        let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts, previous: cfg.previous };
         let flow = Arc::new(FlowGate::default());
         flow.reset(Instant::now());
         let driver = Driver::new(driver_cfg, rx, delivery, net.clone(), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;

@@ -118,8 +118,10 @@ impl GroupState {
         self.members.iter_mut().find(|m| m.info.id == id)
     }
 
+    /// A component was bootstrapped and not reformed since (members are
+    /// empty between `reform` and the new bootstrap entry).
     pub fn is_primary(&self) -> bool {
-        !self.history.is_nil()
+        !self.history.is_nil() && !self.members.is_empty()
     }
 
     /// Applies one committed normal entry.

@@ -35,12 +35,17 @@ fn config(name: &str, mode: Mode) -> GroupConfig {
         tick: Duration::from_millis(20),
         // Short, so that eviction tests finish quickly.
         timeouts: liveness::Timeouts { suspect: Duration::from_millis(1500), inactive: Duration::from_secs(15) },
+        previous: None,
     }
 }
 
 fn start(name: &str, mode: Mode) -> Member {
+    start_with(config(name, mode))
+}
+
+fn start_with(cfg: GroupConfig) -> Member {
     let (tx, rx) = channel();
-    let group = Group::start(config(name, mode), Box::new(Forward(tx))).unwrap();
+    let group = Group::start(cfg, Box::new(Forward(tx))).unwrap();
     Member { group, rx }
 }
 
@@ -323,8 +328,9 @@ fn a_member_cut_off_past_the_timeout_is_removed_and_told_so_when_it_is_back() {
     }
 }
 
-#[test]
-fn a_survivor_without_quorum_is_non_primary_until_pc_bootstrap_reforms_it_alone() {
+/// Two voters: `a` bootstraps and leads, `b` joins and is promoted; the
+/// last primary view (of both) is returned.
+fn two_voters() -> (Member, Member, View) {
     let (a, _) = bootstrap(0);
     a.until("bootstrap view", view_with(1));
     let b = start("node2", Mode::Join { peers: vec![a.addr()] });
@@ -333,6 +339,12 @@ fn a_survivor_without_quorum_is_non_primary_until_pc_bootstrap_reforms_it_alone(
     let GroupEvent::View(two) = a.until("a sees b", view_with(2)) else { unreachable!() };
     // Let the leader promote b: then a alone is no majority.
     std::thread::sleep(Duration::from_millis(500));
+    (a, b, two)
+}
+
+#[test]
+fn a_survivor_without_quorum_is_non_primary_until_pc_bootstrap_reforms_it_alone() {
+    let (a, b, two) = two_voters();
     b.group.stop();
     let GroupEvent::View(np) = a.until("a's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary)) else { unreachable!() };
     assert_eq!((np.conf_id, np.members.len(), np.my_idx), (-1, 1, 0));
@@ -347,13 +359,7 @@ fn a_survivor_without_quorum_is_non_primary_until_pc_bootstrap_reforms_it_alone(
 
 #[test]
 fn a_member_whose_peer_comes_back_before_eviction_gets_a_new_primary_view() {
-    let (a, _) = bootstrap(0);
-    a.until("bootstrap view", view_with(1));
-    let b = start("node2", Mode::Join { peers: vec![a.addr()] });
-    b.until("b is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
-    b.group.member_state(Transition::Join, 0).unwrap();
-    a.until("a sees b", view_with(2));
-    std::thread::sleep(Duration::from_millis(500));
+    let (a, b, _) = two_voters();
     b.group.isolate(true);
     a.until("a's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
     b.group.isolate(false);
@@ -363,4 +369,34 @@ fn a_member_whose_peer_comes_back_before_eviction_gets_a_new_primary_view() {
     assert_eq!(ordered_of(&a, 1), ordered_of(&b, 1));
     a.group.stop();
     b.group.stop();
+}
+
+#[test]
+fn a_survivor_reforms_the_component_once_every_other_member_has_restarted() {
+    let (a, b, _) = two_voters();
+    let killed = b.group.me().id;
+    b.group.stop();
+    a.until("a's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
+    let c = start_with(GroupConfig { previous: Some(killed), ..config("node2", Mode::Join { peers: vec![a.addr()] }) });
+    let GroupEvent::View(v) = a.until("a primary with the restarted node", view_with(2)) else { unreachable!() };
+    assert!(v.members.iter().any(|m| m.id == c.group.me().id) && v.members.iter().all(|m| m.id != killed), "{:?}", v);
+    c.until("c is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
+    a.group.stop();
+    c.group.stop();
+}
+
+#[test]
+fn a_stranger_claiming_no_member_of_the_view_does_not_reform_it() {
+    let (a, b, _) = two_voters();
+    b.group.stop();
+    a.until("a's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
+    let c = start_with(GroupConfig { previous: Some(Uuid::random()), ..config("node3", Mode::Join { peers: vec![a.addr()] }) });
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if let Ok(GroupEvent::View(v)) = a.rx.recv_timeout(Duration::from_millis(100)) {
+            assert!(!v.primary, "a must stay non-primary: {:?}", v);
+        }
+    }
+    a.group.stop();
+    c.group.stop();
 }

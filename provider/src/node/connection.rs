@@ -80,6 +80,13 @@ impl Shared {
             me.clone()
         };
         let settings = self.settings();
+        let previous = match &mode {
+            Mode::Join { .. } => super::view_state::previous_member(self.saved.lock().unwrap_or_else(|e| e.into_inner()).dir()),
+            Mode::Bootstrap { .. } => None,
+        };
+        if let Some(p) = previous {
+            log::info!("this node was member {} when it stopped without leaving; telling the cluster", p);
+        }
         let what = match &mode {
             Mode::Bootstrap { history, position } => format!("bootstrapping {}:{}", history, position),
             Mode::Join { peers } => format!("joining the cluster at {}", peers.join(",")),
@@ -93,6 +100,7 @@ impl Shared {
             isolation: self.isolation,
             tick: TICK,
             timeouts: settings.timeouts,
+            previous,
         };
         match Group::start(cfg, Box::new(NodeDelivery(self.clone()))) {
             Ok(g) => {
@@ -121,7 +129,9 @@ impl Shared {
         self.deliver_final_view();
         let last = self.last_committed();
         let members = self.status().last_primary_members;
-        self.saved.lock().unwrap_or_else(|e| e.into_inner()).set(Position {
+        let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
+        super::view_state::remove(saved.dir());
+        saved.set(Position {
             uuid: last.uuid,
             seqno: last.seqno,
             // The last member of a primary component holds every commit.

@@ -180,11 +180,9 @@ impl Shared {
     fn take_view(&self, v: View) {
         if v.primary && v.my_idx >= 0 {
             // Running: the position lives in InnoDB until a clean close.
-            self.saved.lock().unwrap_or_else(|e| e.into_inner()).set(Position {
-                uuid: v.history,
-                seqno: SEQNO_UNDEFINED,
-                safe_to_bootstrap: v.members.len() == 1,
-            });
+            let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
+            saved.set(Position { uuid: v.history, seqno: SEQNO_UNDEFINED, safe_to_bootstrap: v.members.len() == 1 });
+            super::view_state::save(saved.dir(), self.my_id(), &v);
         }
         let (first, joining) = {
             let mut st = self.status();

@@ -19,6 +19,7 @@ mod local;
 mod pause;
 pub mod recv_queue;
 pub mod saved_state;
+mod view_state;
 mod settings;
 mod sst;
 pub mod state;

@@ -47,6 +47,11 @@ impl SavedState {
         self.current
     }
 
+    /// The data directory (where the other state files live too).
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+
     /// Records a position; writes only when something changed.
     pub fn set(&mut self, p: Position) {
         if p == self.current {
