@@ -10,7 +10,11 @@
 //!   takes writes itself once Synced, and all four pass the bank checks;
 //! - a node killed with SIGKILL (node 1, which bootstrapped and so leads
 //!   the Raft group) is evicted after `evs.suspect_timeout`, the others
-//!   keep committing, and the node rejoins when started again.
+//!   keep committing, and the node rejoins when started again;
+//! - a node frozen with SIGSTOP, or cut off the network with
+//!   `gmcast.isolate=1`, is evicted the same way while the others keep
+//!   committing; thawed (reconnected) under the load, it learns it is out,
+//!   joins again by itself and catches up by IST, without a restart.
 //!
 //! Environment, besides common's (`LOCKSTEP_TEST_MULTI_PROVIDER` picks the
 //! provider; each test prints its timings):
@@ -22,6 +26,9 @@
 //! - `LOCKSTEP_TEST_JOIN_ALL_SECS`: then load on all four (default 10);
 //! - `LOCKSTEP_TEST_KILL_SECS`: the load around the kill (default 20; node
 //!   1 is killed a quarter into it);
+//! - `LOCKSTEP_TEST_CUT_SECS`: the load around a freeze or an isolation
+//!   (default 30; node 3 is cut off a quarter into it, for twice
+//!   `evs.suspect_timeout`);
 //! - `LOCKSTEP_TEST_BANK_WORKERS`: workers of the loads (default 8);
 //! - `LOCKSTEP_TEST_SEED`: the workloads' random seed.
 
@@ -134,6 +141,74 @@ fn a_killed_node_is_evicted_while_the_others_keep_committing_and_rejoins() {
         load_around(&cluster, &config, "node1 killed", || kill_and_watch_eviction(&cluster, 1));
     went_on_and_rejoins(&cluster, &config, &run, 1, "was evicted", rows_at_eviction);
     eprintln!("test took {:.1}s", started.elapsed().as_secs_f64());
+}
+
+#[test]
+fn a_frozen_node_is_evicted_and_catches_up_by_itself_when_thawed() {
+    cut_off_and_back("membership_freeze", 13, Cut::Freeze);
+}
+
+#[test]
+fn an_isolated_node_is_evicted_and_catches_up_by_itself_when_reconnected() {
+    cut_off_and_back("membership_isolate", 14, Cut::Isolate);
+}
+
+/// How node 3 is cut off from the others.
+#[derive(Clone, Copy, Debug)]
+enum Cut {
+    /// SIGSTOP, then SIGCONT.
+    Freeze,
+    /// `gmcast.isolate=1`, then 0.
+    Isolate,
+}
+
+/// Node 3 is cut off a quarter into a load on nodes 1 and 2, evicted,
+/// and back in the cluster before the load ends: it must rejoin without a
+/// restart (the server keeps running) and pass the bank checks.
+fn cut_off_and_back(name: &str, slot: u16, cut: Cut) {
+    let _turn = take_turn();
+    let started = Instant::now();
+    let cluster = up_first(membership_spec(name, slot, 3), 3);
+    let config = survivors_load(vec![1, 2], env_secs("LOCKSTEP_TEST_CUT_SECS", 30));
+    bank::setup(&cluster, &config).unwrap_or_else(|e| panic!("bank setup: {e}"));
+    let node3 = cluster.node(3);
+    let pid = node3.pid();
+    let (run, rows_at_eviction) = load_around(&cluster, &config, "node3 cut off", || {
+        let rows = cut_and_watch_eviction(&cluster, 3, cut);
+        match cut {
+            Cut::Freeze => node3.thaw(),
+            Cut::Isolate => node3.sql("SET GLOBAL wsrep_provider_options = 'gmcast.isolate=0'").map(|_| ()),
+        }
+        .unwrap_or_else(|e| panic!("bringing node3 back ({cut:?}): {e}"));
+        let back = Instant::now();
+        node3
+            .wait_synced(SYNC_TIMEOUT)
+            .unwrap_or_else(|e| panic!("node3 never Synced again after {cut:?}: {e}\n{}", node3.error_log_tail(30)));
+        eprintln!("node3: Synced again {:.1}s after it was back ({cut:?})", back.elapsed().as_secs_f64());
+        rows
+    });
+    assert_eq!(node3.pid(), pid, "node3 was restarted");
+    let rows_at_end = log_rows(cluster.node(1));
+    assert!(rows_at_end > rows_at_eviction, "nodes 1 and 2 committed nothing after node3 was evicted\n{}", run.summary());
+    cluster.wait_synced(SYNC_TIMEOUT).unwrap_or_else(|e| panic!("after node3 came back: {e}"));
+    let check = check_bank(&cluster, &config, &run);
+    eprintln!("node3 holds all {} transfers; test took {:.1}s", check.log_rows, started.elapsed().as_secs_f64());
+}
+
+/// Cuts node `victim` off and waits for the others to evict it; the rows
+/// in `bank.log` when they had.
+fn cut_and_watch_eviction(cluster: &Cluster, victim: usize, cut: Cut) -> i64 {
+    let survivors = running_except(cluster, victim);
+    let cut_at = Instant::now();
+    match cut {
+        Cut::Freeze => cluster.node(victim).freeze(),
+        Cut::Isolate => cluster.node(victim).sql("SET GLOBAL wsrep_provider_options = 'gmcast.isolate=1'").map(|_| ()),
+    }
+    .unwrap_or_else(|e| panic!("cutting node{victim} off ({cut:?}): {e}"));
+    let evicted = wait_cluster_size(cluster, &survivors, survivors.len() as i64, cut_at)
+        .unwrap_or_else(|e| panic!("node{victim} was cut off ({cut:?}) but never evicted: {e}"));
+    eprintln!("node{victim}: evicted {:.1}s after {cut:?}", evicted.as_secs_f64());
+    log_rows(cluster.node(survivors[0]))
 }
 
 /// The bank load of the leave and kill tests: on the nodes that stay.

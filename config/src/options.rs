@@ -286,7 +286,7 @@ registry! {
     GcacheRecover GCACHE_RECOVER BoolKey = "gcache.recover", BOOL, shown("yes"), Static,
         Verbatim, false, false, "Recover the write-set cache at startup so IST can serve from it";
     GcacheSize GCACHE_SIZE IntKey = "gcache.size", int(0, MAX), shown("128M"), Static,
-        Verbatim, false, false, "Size of the write-set cache ring buffer (IST window)";
+        Verbatim, false, true, "Size of the write-set cache ring buffer (IST window)";
     GcommThreadPrio GCOMM_THREAD_PRIO StrKey = "gcomm.thread_prio", Kind::ThreadPrio, shown(""),
         Static, Verbatim, false, false, "Scheduling policy:priority of the group thread";
     GcsFcDebug GCS_FC_DEBUG IntKey = "gcs.fc_debug", int(0, MAX), shown("0"), Dynamic,
@@ -359,15 +359,15 @@ registry! {
     PcChecksum PC_CHECKSUM BoolKey = "pc.checksum", BOOL, shown("false"), Static, Canonical,
         false, false, "Checksum replicated messages";
     PcIgnoreQuorum PC_IGNORE_QUORUM BoolKey = "pc.ignore_quorum", BOOL, shown("false"), Dynamic,
-        CanonicalAtInit, false, false, "Stay primary without quorum (dangerous)";
+        CanonicalAtInit, false, true, "Stay primary without quorum (dangerous)";
     PcIgnoreSb PC_IGNORE_SB BoolKey = "pc.ignore_sb", BOOL, shown("false"), Dynamic,
-        CanonicalAtInit, false, false, "Stay primary on an even split (dangerous)";
+        CanonicalAtInit, false, true, "Stay primary on an even split (dangerous)";
     PcLinger PC_LINGER DurationKey = "pc.linger", DUR, shown("PT20S"), Static, Canonical, false,
         false, "Wait for the group to agree on our leaving";
     PcNpvo PC_NPVO BoolKey = "pc.npvo", BOOL, shown("false"), Static, Canonical, false, false,
         "Newer primary view overrides older in conflicts";
     PcRecovery PC_RECOVERY BoolKey = "pc.recovery", BOOL, shown("true"), Static, Canonical, false,
-        false, "Save the primary view so a full-cluster restart recovers it";
+        true, "Save the primary view so a full-cluster restart recovers it";
     PcVersion PC_VERSION IntKey = "pc.version", dec(0, 1), shown("0"), Static, Verbatim, false,
         false, "PC protocol version";
     PcWaitPrim PC_WAIT_PRIM BoolKey = "pc.wait_prim", BOOL, shown("true"), Static, Verbatim,
@@ -544,12 +544,16 @@ mod tests {
                 "debug",
                 "evs.inactive_timeout",
                 "evs.suspect_timeout",
+                "gcache.size",
                 "gcs.fc_factor",
                 "gcs.fc_limit",
                 "gcs.fc_master_slave",
                 "gcs.fc_single_primary",
                 "gcs.sync_donor",
                 "pc.bootstrap",
+                "pc.ignore_quorum",
+                "pc.ignore_sb",
+                "pc.recovery",
                 "repl.causal_read_timeout",
                 "repl.commit_order",
                 "repl.max_ws_size",

@@ -25,3 +25,5 @@ pub mod group;
 pub mod log;
 pub mod node;
 pub mod transport;
+pub mod gcache;
+pub mod transfer;

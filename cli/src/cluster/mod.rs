@@ -23,6 +23,7 @@ mod launch;
 mod node;
 mod preflight;
 mod process;
+mod recovery;
 mod spec;
 mod state;
 

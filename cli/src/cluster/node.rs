@@ -176,7 +176,9 @@ impl<'a> Node<'a> {
         if bootstrap {
             args.push(format!("--wsrep_cluster_address={BOOTSTRAP_ADDRESS}"));
         }
-        let process = process::spawn(&self.cluster.tools()?.mariadbd, &args, &paths.stdout_log)?;
+        let mariadbd = &self.cluster.tools()?.mariadbd;
+        args.extend(super::recovery::start_position(mariadbd, &paths));
+        let process = process::spawn(mariadbd, &args, &paths.stdout_log)?;
         let pid = process.pid;
         *slot = Some(process);
         std::fs::write(&paths.our_pid_file, format!("{pid}\n"))

@@ -19,7 +19,7 @@ use super::entry::{Entry, MemberInfo, Membership, Transition};
 use super::flow_control::{FlowControl, Signal};
 use super::liveness::{Liveness, Timeouts};
 use super::proposals::{Proposals, Retry};
-use super::quorum::{Change, Quorum};
+use super::quorum::{Change, Policy, Quorum};
 use super::FlowGate;
 use super::log::GroupLog;
 use super::membership::{Joining, Leaving};
@@ -35,6 +35,9 @@ pub trait Delivery: Send + 'static {
     /// The node layer's state to ship in a Raft snapshot, as of every event
     /// delivered so far (its certification index).
     fn snapshot(&mut self) -> Vec<u8>;
+    /// A chunk of an incremental state transfer a donor sent this member
+    /// (outside the total order: see `transfer::ist`).
+    fn transfer(&mut self, _chunk: Bytes) {}
 }
 
 pub(super) enum Command {
@@ -54,6 +57,8 @@ pub(super) enum Command {
     /// `pc.bootstrap=YES`: a non-primary member forms a primary component
     /// of its own.
     Reform,
+    /// `pc.ignore_sb` / `pc.ignore_quorum` changed.
+    Policy(Policy),
     Stop,
 }
 
@@ -64,6 +69,8 @@ pub(super) const KIND_FLOW: u8 = 3;
 /// "You are out": sent to a member the group has just removed (the leader
 /// stops replicating to it, so it would never see its removal commit).
 pub(super) const KIND_LEFT: u8 = 4;
+/// A chunk of an incremental state transfer, donor to joiner.
+pub(super) const KIND_IST: u8 = 5;
 
 /// How long a departed member stays reachable, so that the notice of its
 /// removal gets through before its link is dropped.
@@ -138,7 +145,7 @@ pub(super) struct Driver {
     counters: Arc<Counters>,
     /// Our writesets until they are ordered, and fire-and-forget
     /// proposals Raft dropped (no leader), to retry.
-    proposals: Proposals,
+    pub(super) proposals: Proposals,
     dropped: std::collections::VecDeque<Vec<u8>>,
     retries: Vec<Retry>,
     /// Fencing of lost proposals: when a proposal of ours was last
@@ -158,11 +165,15 @@ pub(super) struct Driver {
     pub(super) was_leader: bool,
     /// Whether this member still has a leader (the primary component).
     pub(super) quorum: Quorum,
+    policy: Policy,
     /// The member this node was before it was killed (told when joining).
     pub(super) previous: Option<Uuid>,
     /// Members of our last primary view whose node has restarted since:
     /// gone for good, whatever partition they seemed to be in.
     pub(super) restarted: std::collections::HashSet<Uuid>,
+    /// Where this node first joined (`wsrep_cluster_address`): where it
+    /// looks for the group again when it knows no member's address.
+    pub(super) last_peers: Vec<String>,
     /// Members this node saw removed (raft id, uuid), newest last.
     pub(super) removed_members: std::collections::VecDeque<(u64, Uuid)>,
 }
@@ -185,9 +196,9 @@ impl Driver {
         flow: Arc<FlowGate>,
     ) -> raft::Result<Driver> {
         let id = cfg.me.id.raft_id();
-        let (voters, bootstrap, joining) = match cfg.start {
-            Start::Bootstrap { history, position } => (vec![id], Some((history, position)), None),
-            Start::Join { peers } => (vec![], None, Some(Joining::new(peers))),
+        let (voters, bootstrap, joining, last_peers) = match cfg.start {
+            Start::Bootstrap { history, position } => (vec![id], Some((history, position)), None, Vec::new()),
+            Start::Join { peers } => (vec![], None, Some(Joining::new(peers.clone())), peers),
         };
         let raw = raft_node(id, voters)?;
         let now = Instant::now();
@@ -221,8 +232,10 @@ impl Driver {
             liveness: Liveness::new(cfg.timeouts),
             was_leader: false,
             quorum: Quorum::default(),
+            policy: Policy::default(),
             previous: cfg.previous,
             restarted: Default::default(),
+            last_peers,
             removed_members: Default::default(),
         })
     }
@@ -296,6 +309,7 @@ impl Driver {
             }
             Command::Timeouts(t) => self.liveness.timeouts = t,
             Command::Reform => self.reform(),
+            Command::Policy(p) => self.policy = p,
             Command::Stop => {
                 self.flow.publish(false, false, self.fc.counters(), Instant::now());
                 return false;
@@ -331,6 +345,9 @@ impl Driver {
     /// Once a tick, so that a large writeset is not copied in a busy loop
     /// while no leader is known.
     fn resend(&mut self) {
+        if self.bootstrap.is_some() {
+            return; // a component being formed orders nothing before it
+        }
         let give_up = self.give_up_after();
         let mut retries = std::mem::take(&mut self.retries);
         retries.extend(self.proposals.unsent(Instant::now(), give_up));
@@ -375,6 +392,7 @@ impl Driver {
                 Err(e) => log::warning!("undecodable raft message from {:x}: {}", from, e),
             },
             Inbound::Frame { kind: KIND_JOIN, payload, .. } => self.on_join_request(&payload),
+            Inbound::Frame { kind: KIND_IST, payload, .. } => self.delivery.transfer(payload),
             Inbound::Frame { kind: KIND_LEFT, payload, .. } => {
                 if payload[..] == self.me.id.0[..] {
                     self.on_removed_notice();
@@ -678,7 +696,7 @@ impl Driver {
         }
         let leader = self.raw.raft.leader_id != raft::INVALID_ID;
         match self.quorum.observe(leader, Instant::now(), self.liveness.timeouts.suspect) {
-            Some(Change::Lost) => self.lose_primary(),
+            Some(Change::Lost) => self.lose_primary_or_ignore(),
             Some(Change::AskRejoin) => {
                 log::info!("a leader is known again (member {:x}); asking the group for a primary view", self.raw.raft.leader_id);
                 let entry = Entry::MemberState { member: self.me.id, transition: Transition::Rejoin, seqno: self.state.seqno() };
@@ -702,6 +720,12 @@ impl Driver {
             Err(e) => return log::error!("pc.bootstrap: cannot start a new raft group: {}", e),
         }
         log::info!("forming a primary component of this node alone at {}:{}", self.state.history(), self.state.seqno());
+        // The others are out of this component: told so if they call, they
+        // join it again.
+        let others: Vec<Uuid> = self.state.members().iter().map(|m| m.info.id).filter(|id| *id != self.me.id).collect();
+        for id in others {
+            self.remember_removed(id);
+        }
         self.bootstrap = Some((self.state.history(), self.state.seqno()));
         self.state.reform();
         self.quorum = Quorum::default();
@@ -711,6 +735,21 @@ impl Driver {
         self.reads_ready.clear();
         self.refresh_peers();
         let _ = self.raw.campaign();
+    }
+
+    /// Quorum is lost: non-primary, unless the configuration says to go on
+    /// alone (then the writesets waiting are proposed again there).
+    fn lose_primary_or_ignore(&mut self) {
+        let now = Instant::now();
+        let members = self.state.members();
+        let reachable = members.iter().filter(|m| m.info.id == self.me.id || self.liveness.is_recent(m.info.id.raft_id(), now)).count();
+        if !self.policy.stays_primary(reachable, members.len()) {
+            return self.lose_primary();
+        }
+        // Galera's wording (mtr suppresses it): the operator chose this.
+        log::warning!("Ignoring possible split-brain (allowed by configuration) from view: {} of {} members reachable", reachable, members.len());
+        self.proposals.unsend_all(now);
+        self.reform();
     }
 
     /// A non-primary view of this node's side of the partition: itself and
@@ -791,7 +830,7 @@ impl Driver {
 
 /// A Raft node with these voters (a bootstrapping member: itself; a
 /// joiner: none, it learns them from the leader).
-fn raft_node(id: u64, voters: Vec<u64>) -> raft::Result<RawNode<GroupLog>> {
+pub(super) fn raft_node(id: u64, voters: Vec<u64>) -> raft::Result<RawNode<GroupLog>> {
     let config = raft::Config {
         id,
         election_tick: 10,

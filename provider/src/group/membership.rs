@@ -247,8 +247,8 @@ impl Driver {
     /// the node was evicted: it shows a non-primary view (the server stops
     /// taking queries) until the operator reconnects or restarts it.
     pub(super) fn on_removed_notice(&mut self) {
-        if self.removed {
-            return;
+        if self.removed || self.joining.is_some() {
+            return; // a notice still on its way when we rejoined
         }
         self.removed = true;
         if self.leaving.is_some() {
@@ -258,12 +258,34 @@ impl Driver {
             return; // already saw its own removal in the log
         }
         // Info, as Galera logs its non-primary views (see watch_quorum).
-        log::info!(
-            "this node ({}) was removed from the cluster while it did not answer; it is non-Primary now. \
-             Restart it, or SET GLOBAL wsrep_cluster_address, to rejoin",
-            self.me.id
-        );
+        log::info!("this node ({}) was removed from the cluster while it did not answer; it is non-Primary and joins again", self.me.id);
         self.state.apply_membership(Membership::Remove { member: self.me.id }, &mut self.events);
         self.flush_events();
+        self.rejoin();
+    }
+
+    /// Joins the group again as a fresh learner at the members' addresses
+    /// (same member id: the group removed it, so it is new there). The old
+    /// Raft state is dropped with whatever it had not committed.
+    pub(super) fn rejoin(&mut self) {
+        let me = self.me.id;
+        let peers: Vec<String> = self.state.members().iter().filter(|m| m.info.id != me && !m.info.address.is_empty()).map(|m| m.info.address.clone()).collect();
+        let peers = if peers.is_empty() { self.last_peers.clone() } else { peers };
+        let id = me.raft_id();
+        match super::driver::raft_node(id, vec![]) {
+            Ok(raw) => self.raw = raw,
+            Err(e) => return log::error!("cannot restart the raft node to rejoin: {}", e),
+        }
+        for client in self.proposals.abandon() {
+            self.events.push(super::state::GroupEvent::ProposalFailed { token: client });
+        }
+        self.state = super::state::GroupState::new(me);
+        self.quorum = super::quorum::Quorum::default();
+        self.removed = false;
+        self.restarted.clear();
+        self.joining = Some(Joining::new(peers));
+        self.events.push(super::state::GroupEvent::Rejoining);
+        self.flush_events();
+        self.refresh_peers();
     }
 }

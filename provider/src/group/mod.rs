@@ -256,10 +256,23 @@ impl Group {
 
     /// The last seqno ordered before now, confirmed with a quorum (Raft
     /// ReadIndex): what a causal read waits for. None on timeout.
+    /// Raft drops a read asked while no leader is known (an election, a
+    /// reformed component) without a word, so it is asked again every
+    /// READ_RETRY until the deadline.
     pub fn read_index(&self, deadline: Instant) -> Option<Seqno> {
-        let (tx, rx) = channel();
-        self.command(Command::ReadIndex(tx)).ok()?;
-        rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok()
+        const READ_RETRY: Duration = Duration::from_secs(1);
+        loop {
+            let (tx, rx) = channel();
+            self.command(Command::ReadIndex(tx)).ok()?;
+            let wait = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(wait.min(READ_RETRY)) {
+                Ok(seqno) => return Some(seqno),
+                Err(_) if wait <= READ_RETRY => return None,
+                Err(RecvTimeoutError::Timeout) => {}
+                // Forgotten by the driver (a reform): pace the retry.
+                Err(RecvTimeoutError::Disconnected) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
     }
 
     /// Leaves the group gracefully: returns once the others have removed
@@ -276,10 +289,22 @@ impl Group {
         let _ = self.command(Command::Isolate(on));
     }
 
+    /// Queues a chunk of an incremental state transfer for `member`; false
+    /// when the link cannot take it now (no link yet, or its queue is
+    /// full): the donor retries, as the transport expects.
+    pub fn send_ist(&self, member: Uuid, chunk: bytes::Bytes) -> bool {
+        self.net.send(member.raft_id(), driver::KIND_IST, chunk)
+    }
+
     /// `pc.bootstrap=YES`: a non-primary member forms a primary component
     /// of its own.
     pub fn reform(&self) {
         let _ = self.command(Command::Reform);
+    }
+
+    /// `pc.ignore_sb` / `pc.ignore_quorum` changed at runtime.
+    pub fn set_policy(&self, p: quorum::Policy) {
+        let _ = self.command(Command::Policy(p));
     }
 
     /// `evs.suspect_timeout` / `evs.inactive_timeout` changed at runtime.

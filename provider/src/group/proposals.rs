@@ -90,6 +90,17 @@ impl Proposals {
         std::mem::take(&mut self.waiting).into_values().map(|p| p.client).collect()
     }
 
+    /// This member goes on as a component of its own (`pc.ignore_sb`,
+    /// `pc.ignore_quorum`): the old group's log is left behind, so every
+    /// waiting writeset is proposed again there, its clock restarted (its
+    /// client waited through a configuration change, as with Galera).
+    pub fn unsend_all(&mut self, now: Instant) {
+        for p in self.waiting.values_mut() {
+            p.sent = false;
+            p.first = now;
+        }
+    }
+
     /// Proposals Raft dropped (no leader), to try again now.
     pub fn unsent(&mut self, now: Instant, give_up: Duration) -> Vec<Retry> {
         let wires: Vec<u64> = self.waiting.iter().filter(|(_, p)| !p.sent).map(|(w, _)| *w).collect();

@@ -16,6 +16,24 @@
 
 use std::time::{Duration, Instant};
 
+/// Galera's escape hatches from quorum (both dangerous, both documented
+/// as such): `pc.ignore_sb` keeps a member primary on an even split,
+/// `pc.ignore_quorum` always.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Policy {
+    pub ignore_sb: bool,
+    pub ignore_quorum: bool,
+}
+
+impl Policy {
+    /// Whether a member that lost its leader while hearing `reachable` of
+    /// the `members` of its view (itself included) goes on as a primary
+    /// component of its own instead of turning non-primary.
+    pub fn stays_primary(&self, reachable: usize, members: usize) -> bool {
+        self.ignore_quorum || (self.ignore_sb && 2 * reachable == members)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Primary,
@@ -127,6 +145,14 @@ mod tests {
         assert_eq!(q.observe(true, at(t0, 7000), GRACE), Some(Change::AskRejoin));
         assert_eq!(q.observe(false, at(t0, 7050), GRACE), None);
         assert_eq!(q.observe(true, at(t0, 8000), GRACE), Some(Change::AskRejoin));
+    }
+
+    #[test]
+    fn ignore_sb_covers_an_even_split_and_ignore_quorum_any() {
+        let sb = Policy { ignore_sb: true, ignore_quorum: false };
+        assert!(sb.stays_primary(1, 2) && sb.stays_primary(2, 4));
+        assert!(!sb.stays_primary(1, 3) && !Policy::default().stays_primary(1, 2));
+        assert!(Policy { ignore_sb: false, ignore_quorum: true }.stays_primary(1, 5));
     }
 
     #[test]

@@ -79,6 +79,9 @@ pub enum GroupEvent {
     /// layer's part (its certification index), `view` the configuration
     /// the snapshot holds (no seqno of its own: it is the current one).
     Restored { node: Bytes, view: View },
+    /// This member joins the group again as a new learner (it was left
+    /// behind): what follows is a joiner's stream.
+    Rejoining,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -314,7 +314,7 @@ fn a_dead_leader_is_removed_and_the_rest_keep_ordering() {
 }
 
 #[test]
-fn a_member_cut_off_past_the_timeout_is_removed_and_told_so_when_it_is_back() {
+fn a_member_cut_off_past_the_timeout_is_removed_told_so_when_it_is_back_and_joins_again() {
     let (a, b, c) = three_voters();
     std::thread::sleep(Duration::from_millis(500));
     c.group.isolate(true);
@@ -323,6 +323,9 @@ fn a_member_cut_off_past_the_timeout_is_removed_and_told_so_when_it_is_back() {
     c.group.isolate(false);
     let GroupEvent::View(v) = c.until("c's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary)) else { unreachable!() };
     assert_eq!((v.members.len(), v.conf_id), (1, -1));
+    c.until("c rejoining", |e| matches!(e, GroupEvent::Rejoining));
+    c.until("c back in", |e| matches!(e, GroupEvent::View(v) if v.primary && v.my_idx >= 0) || matches!(e, GroupEvent::Restored { .. }));
+    a.until("a sees c again", view_with(3));
     for m in [&a, &b, &c] {
         m.group.stop();
     }
@@ -399,4 +402,19 @@ fn a_stranger_claiming_no_member_of_the_view_does_not_reform_it() {
     }
     a.group.stop();
     c.group.stop();
+}
+
+#[test]
+fn a_member_left_out_of_a_reformed_component_joins_it_again() {
+    let (a, b, _) = two_voters();
+    b.group.isolate(true);
+    a.until("a's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
+    a.group.reform();
+    a.until("a's own primary view", view_with(1));
+    b.group.isolate(false);
+    b.until("b rejoining", |e| matches!(e, GroupEvent::Rejoining));
+    let GroupEvent::View(v) = a.until("a sees b again", view_with(2)) else { unreachable!() };
+    assert!(v.members.iter().any(|m| m.id == b.group.me().id));
+    a.group.stop();
+    b.group.stop();
 }

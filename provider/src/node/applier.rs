@@ -24,13 +24,13 @@ pub(super) enum Item {
     /// A joiner's first view: ask for the state and wait for it.
     Joining(View),
     /// This node was chosen as donor for a request ordered at `seqno`.
-    Donate { request: bytes::Bytes, seqno: Seqno },
+    Donate { request: bytes::Bytes, seqno: Seqno, joiner: crate::gtid::Uuid, ist: (crate::gtid::Uuid, Seqno) },
     Synced,
     /// The final view: the applier that takes it ends the connection.
     Final,
 }
 
-enum Flow {
+pub(super) enum Flow {
     Continue,
     /// The server asked this thread to leave (`exit_loop`).
     Exit,
@@ -101,14 +101,14 @@ impl Shared {
                 Flow::Continue
             }
             Item::Joining(v) => {
-                if self.join_by_state_transfer(&v) {
+                if self.join_by_state_transfer(ctx, &v) {
                     Flow::Continue
                 } else {
                     Flow::Failed
                 }
             }
-            Item::Donate { request, seqno } => {
-                self.donate(ctx, &request, seqno);
+            Item::Donate { request, seqno, joiner, ist } => {
+                self.donate(ctx, &request, seqno, joiner, ist);
                 Flow::Continue
             }
             Item::Apply { .. } => unreachable!("writesets are applied by process()"),
@@ -144,7 +144,7 @@ impl Shared {
         }
     }
 
-    fn apply_remote(&self, ctx: RecvCtx, seqno: Seqno, ws: &WriteSet, verdict: Verdict) -> Flow {
+    pub(super) fn apply_remote(&self, ctx: RecvCtx, seqno: Seqno, ws: &WriteSet, verdict: Verdict) -> Flow {
         let (depends_on, fl) = match verdict {
             Verdict::Pass { depends_on } => (depends_on, ws.flags),
             // A failed writeset reaches the server as a dummy that only

@@ -74,6 +74,8 @@ impl Shared {
             st.sst = super::sst::Sst::None;
         }
         self.in_view.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.entered_at.store(SEQNO_UNDEFINED, std::sync::atomic::Ordering::SeqCst);
+        *self.joined_from.lock().unwrap_or_else(|e| e.into_inner()) = self.last_committed();
         let me = {
             let mut me = self.me.write().unwrap_or_else(|e| e.into_inner());
             me.id = Uuid::random();
@@ -104,6 +106,7 @@ impl Shared {
         };
         match Group::start(cfg, Box::new(NodeDelivery(self.clone()))) {
             Ok(g) => {
+                g.set_policy(settings.quorum_policy);
                 log::info!("connected as {} ({}) on {}, {}", g.me().id, g.me().name, g.me().address, what);
                 *self.group.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(g));
                 Status::Ok

@@ -70,6 +70,10 @@ impl Delivery for NodeDelivery {
     fn snapshot(&mut self) -> Vec<u8> {
         self.0.cert.lock().unwrap_or_else(|e| e.into_inner()).encode()
     }
+
+    fn transfer(&mut self, chunk: Bytes) {
+        self.0.on_ist_chunk(chunk);
+    }
 }
 
 impl Shared {
@@ -84,12 +88,25 @@ impl Shared {
             GroupEvent::ProposalFailed { token } => {
                 self.complete(token, Outcome::Failed);
             }
-            GroupEvent::StateTransfer { joiner, donor, request, seqno, .. } => self.on_state_transfer(joiner, donor, request, seqno),
+            GroupEvent::StateTransfer { joiner, donor, request, seqno, ist } => self.on_state_transfer(joiner, donor, request, seqno, ist),
             // Our own fences are the group layer's business (it resends
             // what they cover); others' say nothing to this node.
             GroupEvent::Fenced { .. } => {}
             GroupEvent::Restored { node, view } => self.on_restored(&node, view),
+            GroupEvent::Rejoining => self.on_rejoining(),
         }
+    }
+
+    /// The group went on without this node (it was evicted, or the others
+    /// formed a new component): the group layer joins it again, and the
+    /// node catches up from what its data holds, by IST if a donor has it.
+    fn on_rejoining(&self) {
+        self.fail_pending();
+        self.in_view.store(false, Ordering::SeqCst);
+        self.entered_at.store(SEQNO_UNDEFINED, Ordering::SeqCst);
+        *self.joined_from.lock().unwrap_or_else(|e| e.into_inner()) = self.last_committed();
+        self.status().rejoining = true;
+        log::info!("rejoining the primary component from {}", self.last_committed());
     }
 
     /// The group state came from a leader's snapshot: take its
@@ -102,13 +119,17 @@ impl Shared {
         }
         self.last_ordered.store(view.seqno, Ordering::SeqCst);
         self.status().history = view.history;
+        // The seqnos before the snapshot are not here to serve IST.
+        self.gcache.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.take_view(view);
     }
 
     fn on_ordered(&self, seqno: Seqno, origin: Uuid, token: u64, payload: Bytes) {
         self.counters.received.fetch_add(1, Ordering::Relaxed);
         self.counters.received_bytes.fetch_add(payload.len() as u64, Ordering::Relaxed);
-        let (ws, verdict) = self.certify_ordered(seqno, payload);
+        let (ws, verdict) = self.certify_ordered(seqno, payload.clone());
+        let certified = matches!(verdict, Verdict::Pass { .. });
+        self.gcache.lock().unwrap_or_else(|e| e.into_inner()).push(seqno, crate::gcache::Cached::Writeset { payload, certified });
         self.last_ordered.store(seqno, Ordering::SeqCst);
         if !self.in_view.load(Ordering::SeqCst) {
             // Ordered before this node became a member (a joiner replaying
@@ -169,6 +190,7 @@ impl Shared {
         if v.primary {
             self.adopt_history(&v);
             self.cert.lock().unwrap_or_else(|e| e.into_inner()).skip(v.seqno);
+            self.gcache.lock().unwrap_or_else(|e| e.into_inner()).push(v.seqno, crate::gcache::Cached::View);
             self.last_ordered.store(v.seqno, Ordering::SeqCst);
         }
         self.take_view(v);
@@ -184,12 +206,16 @@ impl Shared {
             saved.set(Position { uuid: v.history, seqno: SEQNO_UNDEFINED, safe_to_bootstrap: v.members.len() == 1 });
             super::view_state::save(saved.dir(), self.my_id(), &v);
         }
-        let (first, joining) = {
+        let (first, joining, rejoined) = {
             let mut st = self.status();
-            if v.my_idx < 0 && !st.connected_sent {
+            if v.my_idx < 0 && (!st.connected_sent || st.rejoining) {
                 return;
             }
             let first = !st.connected_sent;
+            let rejoined = std::mem::take(&mut st.rejoining);
+            if first || rejoined {
+                self.entered_at.store(v.seqno, Ordering::SeqCst);
+            }
             st.connected_sent = true;
             self.in_view.store(true, Ordering::SeqCst);
             st.history = v.history;
@@ -200,13 +226,19 @@ impl Shared {
                 st.state = NodeState::Connected;
                 st.member = None;
             }
-            (first, !st.bootstrapping)
+            (first, !st.bootstrapping, rejoined)
         };
         self.status_cv.notify_all();
         if v.primary {
             self.refresh_fc_limits();
             let (lower, upper) = self.fc_limits();
             log::info!("Flow-control interval: [{}, {}]", lower, upper);
+        }
+        if rejoined {
+            // The server knows this node already: no connected_cb, but a
+            // state transfer for what the group ordered without it.
+            self.queue.push(Item::Joining(v));
+            return;
         }
         if first {
             self.queue.push(Item::Connected(v.clone()));

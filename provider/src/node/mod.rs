@@ -20,6 +20,7 @@ mod pause;
 pub mod recv_queue;
 pub mod saved_state;
 mod view_state;
+mod ist;
 mod settings;
 mod sst;
 pub mod state;
@@ -84,6 +85,9 @@ struct NodeStatus {
     /// This connection bootstrapped its component (else it joins one and
     /// needs a state transfer).
     bootstrapping: bool,
+    /// The group went on without this node, which is joining it again:
+    /// its next view is a joiner's (state transfer, no connected_cb).
+    rejoining: bool,
     /// `wsrep_sst_donor`, as given to connect.
     donors: String,
     sst: sst::Sst,
@@ -138,6 +142,17 @@ pub struct Shared {
     /// Flow-control limits (lower << 32 | upper), refreshed on views and
     /// option changes.
     fc_cached_limits: AtomicU64,
+    /// The latest ordered seqnos, to serve joiners by IST.
+    gcache: Mutex<crate::gcache::Gcache>,
+    /// An incremental transfer this node receives as a joiner.
+    ist: Mutex<crate::transfer::ist::Inbox>,
+    ist_cv: Condvar,
+    /// What the data held when this connection began: where a joiner's
+    /// IST starts.
+    joined_from: Mutex<Gtid>,
+    /// The seqno this connection entered the group at: later seqnos reach
+    /// it live, earlier ones belong to its state transfer.
+    entered_at: AtomicI64,
 }
 
 /// The provider instance behind one `wsrep_t`.
@@ -168,6 +183,7 @@ impl Node {
             address: args.settings.group_address.clone(),
         };
         crate::log::info!("Node {} starts at {}:{}", me.name, position.uuid, position.seqno);
+        let gcache_size = args.settings.gcache_size;
         let shared = Shared {
             app,
             allow: args.allow,
@@ -195,6 +211,7 @@ impl Node {
                 connected_sent: false,
                 closed: true,
                 bootstrapping: false,
+                rejoining: false,
                 donors: String::new(),
                 sst: sst::Sst::None,
                 last_primary_members: 0,
@@ -209,6 +226,11 @@ impl Node {
             in_view: Default::default(),
             fc_requested: Default::default(),
             fc_cached_limits: AtomicU64::new((16 << 32) | 16),
+            gcache: Mutex::new(crate::gcache::Gcache::new(gcache_size)),
+            ist: Default::default(),
+            ist_cv: Condvar::new(),
+            joined_from: Mutex::new(Gtid::UNDEFINED),
+            entered_at: AtomicI64::new(SEQNO_UNDEFINED),
         };
         Node { shared: Arc::new(shared) }
     }
@@ -294,6 +316,7 @@ impl Shared {
         crate::log::set_debug(s.debug);
         if let Some(g) = self.group() {
             g.set_timeouts(s.timeouts);
+            g.set_policy(s.quorum_policy);
         }
         *self.settings.write().unwrap_or_else(|e| e.into_inner()) = s;
         self.refresh_fc_limits();

@@ -25,8 +25,13 @@ pub struct Settings {
     /// `evs.suspect_timeout` and `evs.inactive_timeout`: when the group
     /// removes a silent member.
     pub timeouts: crate::group::liveness::Timeouts,
+    /// `pc.ignore_sb`, `pc.ignore_quorum`.
+    pub quorum_policy: crate::group::quorum::Policy,
     /// `debug`.
     pub debug: bool,
+    /// `gcache.size`: how many bytes of recent writesets a member keeps to
+    /// serve IST.
+    pub gcache_size: usize,
     /// Where the group transport listens (`gmcast.listen_addr`, without
     /// its scheme).
     pub group_listen: String,
@@ -48,6 +53,8 @@ impl Default for Settings {
             fc_single_primary: false,
             timeouts: Default::default(),
             debug: false,
+            quorum_policy: Default::default(),
+            gcache_size: 128 << 20,
             group_listen: "127.0.0.1:0".into(),
             group_address: String::new(),
         }
@@ -72,6 +79,8 @@ impl Settings {
                 inactive: cfg.duration(keys::EVS_INACTIVE_TIMEOUT),
             },
             debug: cfg.get(keys::DEBUG),
+            quorum_policy: crate::group::quorum::Policy { ignore_sb: cfg.get(keys::PC_IGNORE_SB), ignore_quorum: cfg.get(keys::PC_IGNORE_QUORUM) },
+            gcache_size: cfg.get(keys::GCACHE_SIZE).max(0) as usize,
             group_listen: cfg.str(keys::GMCAST_LISTEN_ADDR).map(strip_scheme).unwrap_or_default(),
             group_address: advertised(cfg),
         }

@@ -42,18 +42,18 @@ impl Shared {
     /// The joiner's applier, on the view it joined in: connected_cb came
     /// first; this asks for the state and waits for it. Returns false when
     /// the transfer failed (the node cannot continue).
-    pub(super) fn join_by_state_transfer(&self, view: &View) -> bool {
+    pub(super) fn join_by_state_transfer(&self, ctx: RecvCtx, view: &View) -> bool {
         let Some(req) = self.app.sst_request() else {
             log::error!("the server could not prepare a state transfer request");
             return false;
         };
         if is_request(&req, b"trivial") || is_request(&req, b"none") {
             // No data moves: the node starts from the group's position.
-            return self.state_installed(Gtid::new(view.history, view.seqno));
+            return self.state_installed(ctx, Gtid::new(view.history, view.seqno));
         }
         self.set_sst(Sst::Requested);
-        let history = self.history();
-        let own = Gtid::new(history, self.apply.last_left());
+        let own = *self.joined_from.lock().unwrap_or_else(|e| e.into_inner());
+        self.expect_ist(own);
         let donors = self.status().donors.clone();
         loop {
             if let Some(g) = self.group() {
@@ -61,7 +61,7 @@ impl Shared {
             }
             match self.wait_sst() {
                 Sst::Retry => std::thread::sleep(RETRY_AFTER),
-                Sst::Received(gtid) => return self.state_installed(gtid),
+                Sst::Received(gtid) => return self.state_installed(ctx, gtid),
                 Sst::Failed(rc) => {
                     log::error!("State transfer failed ({}): the node cannot join and must be restarted", rc);
                     return false;
@@ -92,7 +92,7 @@ impl Shared {
     }
 
     /// The group's answer to a state request (on the group thread).
-    pub(super) fn on_state_transfer(&self, joiner: Uuid, donor: Result<Uuid, DonorError>, request: bytes::Bytes, seqno: Seqno) {
+    pub(super) fn on_state_transfer(&self, joiner: Uuid, donor: Result<Uuid, DonorError>, request: bytes::Bytes, seqno: Seqno, ist: (Uuid, Seqno)) {
         let name = |id: Uuid| self.member_name(id);
         match donor {
             Ok(d) => log::info!("Member {} requested state transfer: selected donor {}", name(joiner), name(d)),
@@ -102,7 +102,7 @@ impl Shared {
             self.set_sst(if donor.is_ok() { Sst::Transferring } else { Sst::Retry });
         }
         if donor == Ok(self.my_id()) {
-            self.queue.push(super::applier::Item::Donate { request, seqno });
+            self.queue.push(super::applier::Item::Donate { request, seqno, joiner, ist });
         }
     }
 
@@ -136,22 +136,29 @@ impl Shared {
 
     /// The data now holds everything up to `gtid`: start applying after
     /// it, skip what it contains, and tell the group we have the state.
-    fn state_installed(&self, gtid: Gtid) -> bool {
+    fn state_installed(&self, ctx: RecvCtx, gtid: Gtid) -> bool {
         self.skip_upto.store(gtid.seqno, Ordering::SeqCst);
         self.apply.reset(gtid.seqno);
         self.commit.reset(gtid.seqno);
         self.set_sst(Sst::None);
         log::info!("state installed at {}; applying what was ordered since", gtid);
-        match self.group() {
-            Some(g) => g.member_state(Transition::Join, gtid.seqno).is_ok(),
-            None => false,
+        // Older than where this node entered the group: the donor chose
+        // IST and the seqnos in between come from it.
+        let entered = self.entered_at.load(Ordering::SeqCst);
+        let position = if gtid.seqno < entered { self.receive_ist(ctx, gtid, entered) } else { Some(gtid.seqno) };
+        match (position, self.group()) {
+            (Some(at), Some(g)) => g.member_state(Transition::Join, at).is_ok(),
+            _ => false,
         }
     }
 
     /// The donor's applier: once everything up to the request is
     /// committed, the server starts its donor script (asynchronously).
-    pub(super) fn donate(&self, ctx: RecvCtx, request: &[u8], seqno: Seqno) {
+    pub(super) fn donate(&self, ctx: RecvCtx, request: &[u8], seqno: Seqno, joiner: Uuid, ist: (Uuid, Seqno)) {
         self.apply.wait_left(seqno, Some(Instant::now() + Duration::from_secs(600)));
+        if self.donate_ist(ctx, request, seqno, joiner, ist) {
+            return;
+        }
         let state = self.last_committed();
         log::info!("donating state {} (request ordered at {})", state, seqno);
         if !self.app.sst_donate(ctx, request, state, false) {

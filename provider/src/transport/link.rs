@@ -240,6 +240,9 @@ pub fn run_reader(shared: Arc<Shared>, link: Arc<Link>, stream: TcpStream) {
                 }
             }
             Err(FrameError::Closed) => break (Level::Info, "closed by the peer".into()),
+            // A peer that died (kill -9, a crash) resets its links: the
+            // group's eviction is the operator's news, not this.
+            Err(FrameError::Io(e)) if is_peer_gone(&e) => break (Level::Info, e.to_string()),
             Err(e @ FrameError::Io(_)) => break (Level::Warn, e.to_string()),
             Err(e) => {
                 shared.counters.bad_frame();
@@ -253,4 +256,9 @@ pub fn run_reader(shared: Arc<Shared>, link: Arc<Link>, stream: TcpStream) {
     let (level, why) = link.closing_reason();
     log::write(level, &format!("link to {} closed: {}", link.describe(), why));
     shared.unlink(&link, &why);
+}
+
+fn is_peer_gone(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(e.kind(), ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof)
 }

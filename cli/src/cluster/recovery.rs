@@ -1,0 +1,71 @@
+//! What systemd's `galera_recovery` does before it starts a node that
+//! crashed: `grastate.dat` says seqno -1 (the server was running), so the
+//! position lives only in InnoDB. `mariadbd --wsrep-recover` reads it
+//! there and logs it; the node then starts with `--wsrep_start_position`,
+//! and can rejoin by IST instead of a full SST.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::spec::NodePaths;
+
+/// The `--wsrep_start_position=uuid:seqno` argument for a node that
+/// crashed, when InnoDB knows its position; None for a node that stopped
+/// cleanly (grastate holds the position), a new node, or when recovery
+/// fails (the node then joins by SST, as it would have anyway).
+pub fn start_position(mariadbd: &Path, paths: &NodePaths) -> Option<String> {
+    let grastate = std::fs::read_to_string(paths.datadir.join("grastate.dat")).ok()?;
+    if !crashed(&grastate) {
+        return None;
+    }
+    let log = paths.dir.join("wsrep-recover.log");
+    let _ = std::fs::remove_file(&log);
+    let status = Command::new(mariadbd)
+        .arg(format!("--defaults-file={}", paths.cnf.display()))
+        .arg("--wsrep-recover")
+        .arg(format!("--log-error={}", log.display()))
+        .output()
+        .ok()?;
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let position = recovered(&text);
+    if position.is_none() {
+        eprintln!("wsrep-recover found no position (exit {:?}); the node will join by SST", status.status.code());
+    }
+    position.map(|p| format!("--wsrep_start_position={p}"))
+}
+
+/// grastate.dat of a node that did not close cleanly: a history, seqno -1.
+fn crashed(grastate: &str) -> bool {
+    let field = |name: &str| grastate.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
+    let uuid = field("uuid:").unwrap_or("");
+    field("seqno:") == Some("-1") && !uuid.is_empty() && uuid != "00000000-0000-0000-0000-000000000000"
+}
+
+/// "WSREP: Recovered position: uuid:seqno" from the recovery's log.
+fn recovered(log: &str) -> Option<String> {
+    let line = log.lines().rev().find_map(|l| l.split_once("WSREP: Recovered position: ").map(|(_, p)| p.trim()))?;
+    let (uuid, seqno) = line.rsplit_once(':')?;
+    (seqno.parse::<i64>().ok()? >= 0 && uuid.len() == 36).then(|| line.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_crashed_node_with_a_history_is_recovered() {
+        let state = |uuid: &str, seqno: &str| format!("# GALERA saved state\nversion: 2.1\nuuid:    {uuid}\nseqno:   {seqno}\nsafe_to_bootstrap: 0\n");
+        let u = "f232c645-c4b3-4f0e-956d-635e2f381c35";
+        assert!(crashed(&state(u, "-1")));
+        assert!(!crashed(&state(u, "42")), "a clean stop wrote its position");
+        assert!(!crashed(&state("00000000-0000-0000-0000-000000000000", "-1")), "a new node");
+    }
+
+    #[test]
+    fn the_recovered_position_is_read_from_the_log() {
+        let log = "2026-11-22 11:28:06 0 [Note] InnoDB: x\n2026-11-22 11:28:06 0 [Note] WSREP: Recovered position: f232c645-c4b3-4f0e-956d-635e2f381c35:17\n";
+        assert_eq!(recovered(log).as_deref(), Some("f232c645-c4b3-4f0e-956d-635e2f381c35:17"));
+        assert_eq!(recovered("WSREP: Recovered position: 00000000-0000-0000-0000-000000000000:-1"), None);
+        assert_eq!(recovered("nothing"), None);
+    }
+}
