@@ -20,6 +20,7 @@ use super::flow_control::{FlowControl, Signal};
 use super::liveness::{Liveness, Timeouts};
 use super::proposals::{Proposals, Retry};
 use super::quorum::{Change, Policy, Quorum};
+use super::recovery::{Previous, Recovery};
 use super::FlowGate;
 use super::log::GroupLog;
 use super::membership::{Joining, Leaving};
@@ -131,7 +132,7 @@ pub(super) struct Driver {
     delivery: Box<dyn Delivery>,
     pub(super) me: MemberInfo,
     pub(super) net: Arc<Transport>,
-    bootstrap: Option<(Uuid, Seqno)>,
+    pub(super) bootstrap: Option<(Uuid, Seqno)>,
     pub(super) joining: Option<Joining>,
     pub(super) leaving: Option<Leaving>,
     tick: Duration,
@@ -167,7 +168,9 @@ pub(super) struct Driver {
     pub(super) quorum: Quorum,
     policy: Policy,
     /// The member this node was before it was killed (told when joining).
-    pub(super) previous: Option<Uuid>,
+    pub(super) previous: Option<Previous>,
+    /// Restarted members of our last primary component, while joining.
+    pub(super) recovery: Option<Recovery>,
     /// Members of our last primary view whose node has restarted since:
     /// gone for good, whatever partition they seemed to be in.
     pub(super) restarted: std::collections::HashSet<Uuid>,
@@ -183,7 +186,7 @@ pub(super) struct DriverConfig {
     pub start: Start,
     pub tick: Duration,
     pub timeouts: Timeouts,
-    pub previous: Option<Uuid>,
+    pub previous: Option<Previous>,
 }
 
 impl Driver {
@@ -233,6 +236,7 @@ impl Driver {
             was_leader: false,
             quorum: Quorum::default(),
             policy: Policy::default(),
+            recovery: cfg.previous.clone().filter(|_| bootstrap.is_none()).map(Recovery::new),
             previous: cfg.previous,
             restarted: Default::default(),
             last_peers,

@@ -18,7 +18,7 @@ use raft::StateRole;
 use super::driver::{Driver, KIND_JOIN, KIND_LEFT, REMEMBER_REMOVED};
 use super::entry::{decode_member, encode_member, Membership, Reader};
 use super::state::MemberState;
-use crate::gtid::Uuid;
+use crate::gtid::{Seqno, Uuid};
 use crate::log;
 
 /// Join requests are repeated this often until the group takes us.
@@ -90,8 +90,10 @@ impl Driver {
         let mut req = Vec::new();
         encode_member(&self.me, &mut req);
         // Older members ignore what follows the member.
-        if let Some(p) = self.previous {
-            req.extend_from_slice(&p.0);
+        if let Some(p) = &self.previous {
+            req.extend_from_slice(&p.member.0);
+            req.extend_from_slice(&p.position.0 .0);
+            req.extend_from_slice(&p.position.1.to_le_bytes());
         }
         self.net.send(id, KIND_JOIN, Bytes::from(req));
     }
@@ -114,6 +116,9 @@ impl Driver {
         };
         if let Ok(previous) = r.uuid() {
             self.on_restarted_member(previous);
+            if let (Ok(history), Ok(seqno)) = (r.uuid(), r.u64()) {
+                self.on_restarted_joiner(previous, (history, seqno as Seqno));
+            }
         }
         if !self.state.is_primary() || self.state.member(member.id).is_some() {
             return;
@@ -140,6 +145,37 @@ impl Driver {
             log::info!("every other member of the last primary view has restarted: this node forms the primary component again");
             self.reform();
         }
+    }
+
+    /// Another joiner was `previous`, holding `position`: when all of our
+    /// last primary component is back, its most advanced member forms it
+    /// again (see `recovery`).
+    fn on_restarted_joiner(&mut self, previous: Uuid, position: (Uuid, Seqno)) {
+        if self.joining.is_none() {
+            return;
+        }
+        let Some(r) = self.recovery.as_mut() else { return };
+        if !r.heard(previous, position) {
+            return;
+        }
+        let me = r.me().clone();
+        self.recovery = None;
+        let id = self.me.id.raft_id();
+        match super::driver::raft_node(id, vec![id]) {
+            Ok(raw) => self.raw = raw,
+            Err(e) => return log::error!("cannot start the raft node to recover the component: {}", e),
+        }
+        log::info!(
+            "all {} members of the last primary view are back and this node holds the most ({}:{}): it forms the primary component again",
+            me.view.len(),
+            me.position.0,
+            me.position.1
+        );
+        self.joining = None;
+        self.bootstrap = Some(me.position);
+        self.events.push(super::state::GroupEvent::Bootstrapping);
+        self.flush_events();
+        let _ = self.raw.campaign();
     }
 
     /// The leader promotes learners that now hold the state, one conf

@@ -15,6 +15,7 @@ mod log;
 mod membership;
 mod proposals;
 pub mod quorum;
+pub mod recovery;
 mod raft_log;
 pub mod state;
 
@@ -80,9 +81,11 @@ pub struct GroupConfig {
     pub tick: Duration,
     /// When a silent member is removed.
     pub timeouts: liveness::Timeouts,
-    /// The member this node was before it was killed (`gvwstate.dat`):
-    /// told to the group when joining, so survivors know it is gone.
-    pub previous: Option<Uuid>,
+    /// What this node knew of its last primary component before it was
+    /// killed (`gvwstate.dat`): told to the group when joining, so that
+    /// survivors know the old member is gone, and restarted members find
+    /// each other (see `recovery`).
+    pub previous: Option<recovery::Previous>,
 }
 
 /// The handle the node holds; the Raft node runs on its own thread.

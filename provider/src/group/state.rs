@@ -82,6 +82,9 @@ pub enum GroupEvent {
     /// This member joins the group again as a new learner (it was left
     /// behind): what follows is a joiner's stream.
     Rejoining,
+    /// This joiner bootstraps the component instead (whole-cluster
+    /// recovery): its first view needs no state transfer.
+    Bootstrapping,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -380,7 +380,8 @@ fn a_survivor_reforms_the_component_once_every_other_member_has_restarted() {
     let killed = b.group.me().id;
     b.group.stop();
     a.until("a's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
-    let c = start_with(GroupConfig { previous: Some(killed), ..config("node2", Mode::Join { peers: vec![a.addr()] }) });
+    let previous = recovery::Previous { member: killed, view: vec![], position: (Uuid::NIL, -1) };
+    let c = start_with(GroupConfig { previous: Some(previous), ..config("node2", Mode::Join { peers: vec![a.addr()] }) });
     let GroupEvent::View(v) = a.until("a primary with the restarted node", view_with(2)) else { unreachable!() };
     assert!(v.members.iter().any(|m| m.id == c.group.me().id) && v.members.iter().all(|m| m.id != killed), "{:?}", v);
     c.until("c is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
@@ -393,7 +394,8 @@ fn a_stranger_claiming_no_member_of_the_view_does_not_reform_it() {
     let (a, b, _) = two_voters();
     b.group.stop();
     a.until("a's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
-    let c = start_with(GroupConfig { previous: Some(Uuid::random()), ..config("node3", Mode::Join { peers: vec![a.addr()] }) });
+    let stranger = recovery::Previous { member: Uuid::random(), view: vec![], position: (Uuid::NIL, -1) };
+    let c = start_with(GroupConfig { previous: Some(stranger), ..config("node3", Mode::Join { peers: vec![a.addr()] }) });
     let deadline = Instant::now() + Duration::from_secs(3);
     while Instant::now() < deadline {
         if let Ok(GroupEvent::View(v)) = a.rx.recv_timeout(Duration::from_millis(100)) {
@@ -417,4 +419,23 @@ fn a_member_left_out_of_a_reformed_component_joins_it_again() {
     assert!(v.members.iter().any(|m| m.id == b.group.me().id));
     a.group.stop();
     b.group.stop();
+}
+
+#[test]
+fn restarted_members_of_a_whole_component_recover_it_from_the_most_advanced() {
+    let (a, b, two) = two_voters();
+    let (ida, idb) = (a.group.me().id, b.group.me().id);
+    a.group.stop();
+    b.group.stop();
+    let view = vec![ida, idb];
+    let was = |member, seqno| Some(recovery::Previous { member, view: view.clone(), position: (two.history, seqno) });
+    let b2 = start_with(GroupConfig { previous: was(idb, 7), ..config("node2", Mode::Join { peers: vec![] }) });
+    let a2 = start_with(GroupConfig { previous: was(ida, 5), ..config("node1", Mode::Join { peers: vec![b2.addr()] }) });
+    b2.until("b2 bootstraps", |e| matches!(e, GroupEvent::Bootstrapping));
+    let GroupEvent::View(v) = b2.until("b2's primary view", view_with(1)) else { unreachable!() };
+    assert_eq!((v.history, v.seqno), (two.history, 8), "the most advanced position goes on");
+    a2.until("a2 joins it", |e| matches!(e, GroupEvent::View(v) if v.primary && v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
+    assert!(a2.rx.try_iter().all(|e| !matches!(e, GroupEvent::Bootstrapping)), "only one member bootstraps");
+    a2.group.stop();
+    b2.group.stop();
 }

@@ -86,9 +86,11 @@ impl Shared {
             Mode::Join { .. } => super::view_state::previous_member(self.saved.lock().unwrap_or_else(|e| e.into_inner()).dir()),
             Mode::Bootstrap { .. } => None,
         };
-        if let Some(p) = previous {
-            log::info!("this node was member {} when it stopped without leaving; telling the cluster", p);
-        }
+        let previous = previous.map(|(member, view)| {
+            let position = self.last_committed();
+            log::info!("this node was member {} of a {}-member primary view when it stopped without leaving, at {}; telling the cluster", member, view.len(), position);
+            crate::group::recovery::Previous { member, view, position: (position.uuid, position.seqno) }
+        });
         let what = match &mode {
             Mode::Bootstrap { history, position } => format!("bootstrapping {}:{}", history, position),
             Mode::Join { peers } => format!("joining the cluster at {}", peers.join(",")),

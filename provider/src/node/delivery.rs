@@ -94,6 +94,7 @@ impl Shared {
             GroupEvent::Fenced { .. } => {}
             GroupEvent::Restored { node, view } => self.on_restored(&node, view),
             GroupEvent::Rejoining => self.on_rejoining(),
+            GroupEvent::Bootstrapping => self.status().bootstrapping = true,
         }
     }
 

@@ -49,17 +49,20 @@ pub fn remove(dir: &Path) {
     }
 }
 
-/// The member this node was when it stopped without a clean close.
-pub fn previous_member(dir: &Path) -> Option<Uuid> {
+/// The member this node was when it stopped without a clean close, and
+/// the members of that last primary view.
+pub fn previous_member(dir: &Path) -> Option<(Uuid, Vec<Uuid>)> {
     let text = fs::read_to_string(path(dir)).ok()?;
     let line = text.lines().find_map(|l| l.strip_prefix("my_uuid:"))?;
-    match Uuid::parse(line.trim()) {
-        Some(u) if !u.is_nil() => Some(u),
+    let me = match Uuid::parse(line.trim()) {
+        Some(u) if !u.is_nil() => u,
         _ => {
             log::warning!("{}: unreadable my_uuid line; starting as a new member", path(dir).display());
-            None
+            return None;
         }
-    }
+    };
+    let members = text.lines().filter_map(|l| l.strip_prefix("member:")).filter_map(|l| l.split_whitespace().next().and_then(Uuid::parse)).collect();
+    Some((me, members))
 }
 
 #[cfg(test)]
@@ -79,7 +82,7 @@ mod tests {
         let text = fs::read_to_string(dir.join(FILE_NAME)).unwrap();
         assert!(text.starts_with(&format!("my_uuid: {}\n#vwbeg\nview_id: 3 {} 3\n", me, v.history)), "{}", text);
         assert_eq!(text.matches("member: ").count(), 2);
-        assert_eq!(previous_member(&dir), Some(me));
+        assert_eq!(previous_member(&dir), Some((me, v.members.iter().map(|m| m.id).collect())));
         remove(&dir);
         assert_eq!(previous_member(&dir), None);
         fs::write(dir.join(FILE_NAME), "my_uuid: garbage\n").unwrap();
