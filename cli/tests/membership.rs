@@ -11,6 +11,9 @@
 //! - a node killed with SIGKILL (node 1, which bootstrapped and so leads
 //!   the Raft group) is evicted after `evs.suspect_timeout`, the others
 //!   keep committing, and the node rejoins when started again;
+//! - every node killed at once, then started again as an init system
+//!   would (none bootstrapping): they find each other, the most advanced
+//!   forms the component again, and no committed transfer is missing;
 //! - a node frozen with SIGSTOP, or cut off the network with
 //!   `gmcast.isolate=1`, is evicted the same way while the others keep
 //!   committing; thawed (reconnected) under the load, it learns it is out,
@@ -26,6 +29,8 @@
 //! - `LOCKSTEP_TEST_JOIN_ALL_SECS`: then load on all four (default 10);
 //! - `LOCKSTEP_TEST_KILL_SECS`: the load around the kill (default 20; node
 //!   1 is killed a quarter into it);
+//! - `LOCKSTEP_TEST_RECOVER_SECS`: the load before the whole cluster is
+//!   killed (default 10);
 //! - `LOCKSTEP_TEST_CUT_SECS`: the load around a freeze or an isolation
 //!   (default 30; node 3 is cut off a quarter into it, for twice
 //!   `evs.suspect_timeout`);
@@ -141,6 +146,32 @@ fn a_killed_node_is_evicted_while_the_others_keep_committing_and_rejoins() {
         load_around(&cluster, &config, "node1 killed", || kill_and_watch_eviction(&cluster, 1));
     went_on_and_rejoins(&cluster, &config, &run, 1, "was evicted", rows_at_eviction);
     eprintln!("test took {:.1}s", started.elapsed().as_secs_f64());
+}
+
+#[test]
+fn a_cluster_killed_at_once_recovers_by_itself_when_its_nodes_start_again() {
+    let _turn = take_turn();
+    let cluster = up_first(membership_spec("membership_recover", 15, 3), 3);
+    let config = survivors_load(vec![1, 2, 3], env_secs("LOCKSTEP_TEST_RECOVER_SECS", 10));
+    bank::setup(&cluster, &config).unwrap_or_else(|e| panic!("bank setup: {e}"));
+    let run = bank::run(&cluster, &config).unwrap_or_else(|e| panic!("bank load (seed {}): {e}", config.seed));
+    eprintln!("{}", run.summary());
+    for n in 1..=3 {
+        cluster.node(n).kill().unwrap_or_else(|e| panic!("killing node{n}: {e}"));
+    }
+    // As an operator's init system would: every node with its usual
+    // configuration, none bootstrapping.
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for n in 1..=3 {
+            let node = cluster.node(n);
+            s.spawn(move || node.start_member().unwrap_or_else(|e| panic!("node{n} did not recover: {e}")));
+        }
+    });
+    cluster.wait_synced(SYNC_TIMEOUT).unwrap_or_else(|e| panic!("after the restart: {e}"));
+    eprintln!("cluster recovered and Synced {:.1}s after the restart", started.elapsed().as_secs_f64());
+    let check = check_bank(&cluster, &config, &run);
+    eprintln!("all {} transfers committed before the crash are on every node", check.log_rows);
 }
 
 #[test]

@@ -323,7 +323,7 @@ registry! {
     GmcastGroup GMCAST_GROUP StrKey = "gmcast.group", STR, HIDDEN, Static, Verbatim, false, false,
         "Group name (normally from wsrep_cluster_name)";
     GmcastIsolate GMCAST_ISOLATE IntKey = "gmcast.isolate", dec(0, 2), hidden("0"), Action,
-        Verbatim, false, false,
+        Verbatim, false, true,
         "Test knob: 1 cuts the node off the network, 0 reconnects, 2 makes it leave fatally";
     GmcastListenAddr GMCAST_LISTEN_ADDR StrKey = "gmcast.listen_addr", Kind::Addr, DERIVED,
         Static, Verbatim, false, false,
@@ -550,6 +550,7 @@ mod tests {
                 "gcs.fc_master_slave",
                 "gcs.fc_single_primary",
                 "gcs.sync_donor",
+                "gmcast.isolate",
                 "pc.bootstrap",
                 "pc.ignore_quorum",
                 "pc.ignore_sb",

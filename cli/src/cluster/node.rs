@@ -125,11 +125,22 @@ impl<'a> Node<'a> {
     }
 
     pub fn start_with_progress(&self, progress: &mut dyn FnMut(Phase)) -> Result<()> {
+        self.start_as(Start::BootstrapIfAlone, progress)
+    }
+
+    /// Starts the server with its cluster address whatever else runs, and
+    /// waits until it is Synced: how every node of a cluster that went
+    /// down at once starts again (they find each other and recover).
+    pub fn start_member(&self) -> Result<()> {
+        self.start_as(Start::Member, &mut |_| {})
+    }
+
+    fn start_as(&self, how: Start, progress: &mut dyn FnMut(Phase)) -> Result<()> {
         let started = Instant::now();
         // From before the launch: the error log is appended to across restarts.
         let log_path = self.paths().error_log;
         let mut log = LogWatch::from_end(&log_path);
-        let (pid, bootstrap) = self.spawn()?;
+        let (pid, bootstrap) = self.spawn(how)?;
         progress(Phase::Launched { pid });
         if bootstrap {
             progress(Phase::Bootstrapping);
@@ -147,18 +158,19 @@ impl<'a> Node<'a> {
     /// Starts the server without waiting; returns its pid. For tests that
     /// watch a start that is not expected to reach Synced.
     pub fn launch(&self) -> Result<u32> {
-        Ok(self.spawn()?.0)
+        Ok(self.spawn(Start::BootstrapIfAlone)?.0)
     }
 
     /// Spawns mariadbd; returns its pid and whether it bootstraps.
-    fn spawn(&self) -> Result<(u32, bool)> {
+    fn spawn(&self, how: Start) -> Result<(u32, bool)> {
         // Decided before taking our own slot's lock: running_nodes() locks
         // every slot, ours included.
-        let bootstrap = self
+        let alone = self
             .cluster
             .running_nodes()
             .iter()
             .all(|n| *n == self.index);
+        let bootstrap = alone && matches!(how, Start::BootstrapIfAlone);
         let mut slot = self.cluster.slot(self.index);
         if let Some(p) = slot.as_mut() {
             if p.alive() {
@@ -372,6 +384,15 @@ impl<'a> Node<'a> {
     pub fn error_log_tail(&self, n: usize) -> String {
         tail_lines(&self.paths().error_log, n)
     }
+}
+
+/// Whether a node started alone bootstraps a new primary component.
+#[derive(Clone, Copy)]
+enum Start {
+    BootstrapIfAlone,
+    /// Never: it joins (or, after a whole-cluster crash, recovers with)
+    /// the others.
+    Member,
 }
 
 /// Reads what a log file gained since the watch began (the error log is

@@ -54,13 +54,18 @@ impl Shared {
         self.set_sst(Sst::Requested);
         let own = *self.joined_from.lock().unwrap_or_else(|e| e.into_inner());
         self.expect_ist(own);
+        // A running server (a member rejoining after a partition) cannot
+        // take an SST script's copy: its request is empty, and only IST
+        // can bring it up to date (Galera alike).
+        let ist_only = is_request(&req, b"");
         let donors = self.status().donors.clone();
         loop {
             if let Some(g) = self.group() {
                 let _ = g.state_request(&donors, (own.uuid, own.seqno), &req);
             }
-            match self.wait_sst() {
+            match self.wait_sst(ist_only) {
                 Sst::Retry => std::thread::sleep(RETRY_AFTER),
+                Sst::Transferring => return self.caught_up_running(ctx, own, view),
                 Sst::Received(gtid) => return self.state_installed(ctx, gtid),
                 Sst::Failed(rc) => {
                     log::error!("State transfer failed ({}): the node cannot join and must be restarted", rc);
@@ -71,16 +76,31 @@ impl Shared {
         }
     }
 
+    /// A running server that caught up by IST alone hears the view it
+    /// joined in once it holds the state (its view_cb takes it from joiner
+    /// to joined, as after Galera's IST on a partition's heal).
+    fn caught_up_running(&self, ctx: RecvCtx, own: Gtid, view: &View) -> bool {
+        if !self.state_installed(ctx, own) {
+            return false;
+        }
+        if !self.app.view(ctx, view) {
+            log::error!("view callback failed after IST");
+        }
+        true
+    }
+
     fn set_sst(&self, s: Sst) {
         self.status().sst = s;
         self.status_cv.notify_all();
     }
 
-    /// Waits until the transfer ends or must be asked for again.
-    fn wait_sst(&self) -> Sst {
+    /// Waits until the transfer ends or must be asked for again (or, for
+    /// IST alone, until a donor was chosen).
+    fn wait_sst(&self, until_donor: bool) -> Sst {
         let mut st = self.status();
         loop {
             match st.sst {
+                Sst::Transferring if until_donor => return Sst::Transferring,
                 s @ (Sst::Retry | Sst::Received(_) | Sst::Failed(_)) => {
                     st.sst = Sst::Requested;
                     return s;
@@ -96,6 +116,12 @@ impl Shared {
         let name = |id: Uuid| self.member_name(id);
         match donor {
             Ok(d) => log::info!("Member {} requested state transfer: selected donor {}", name(joiner), name(d)),
+            // Galera's wording for a busy donor (mtr suppresses it): the
+            // joiner asks again every second.
+            Err(DonorError::Again) => log::warning!(
+                "Member {} requested state transfer from its donor list, but it is impossible to select State Transfer donor: Resource temporarily unavailable",
+                name(joiner)
+            ),
             Err(e) => log::warning!("Member {} requested state transfer but no donor is available ({:?}); it will retry", name(joiner), e),
         }
         if joiner == self.my_id() {
