@@ -247,7 +247,8 @@ impl Driver {
         let Some((id, silent)) = self.liveness.overdue(&others, now) else { return };
         let Some(m) = self.state.members().iter().find(|m| m.info.id.raft_id() == id) else { return };
         let (uuid, name) = (m.info.id, m.info.name.clone());
-        log::warning!(
+        // Info, as Galera logs its suspicions: the view change is the news.
+        log::info!(
             "member {} ({}) silent for {:.1}s (evs.suspect_timeout {:?}, evs.inactive_timeout {:?}): removing it from the group",
             uuid,
             name,
