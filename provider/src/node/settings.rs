@@ -96,7 +96,27 @@ fn strip_scheme(addr: &str) -> String {
 fn advertised(cfg: &lockstep_config::Config) -> String {
     use lockstep_config::keys;
     match cfg.str(keys::BASE_HOST) {
+        // An IPv6 host (`wsrep_node_address=::1`) needs its brackets for
+        // peers to parse `host:port`.
+        Some(host) if host.contains(':') && !host.starts_with('[') => format!("[{}]:{}", host, cfg.get(keys::BASE_PORT)),
         Some(host) if !host.is_empty() => format!("{}:{}", host, cfg.get(keys::BASE_PORT)),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn advertised_for(node_address: &str) -> String {
+        let cfg = lockstep_config::Config::init(&lockstep_config::NodeInfo { node_address, data_dir: "/tmp/" }, "base_port=4567").unwrap();
+        Settings::from_config(&cfg).group_address
+    }
+
+    #[test]
+    fn peers_get_an_address_they_can_parse() {
+        assert_eq!(advertised_for("127.0.0.1"), "127.0.0.1:4567");
+        assert_eq!(advertised_for("::1"), "[::1]:4567");
+        assert_eq!(advertised_for(""), "");
     }
 }
