@@ -212,6 +212,10 @@ fn cut_off_and_back(name: &str, slot: u16, cut: Cut) {
         }
         .unwrap_or_else(|e| panic!("bringing node3 back ({cut:?}): {e}"));
         let back = Instant::now();
+        // node3's own status says Synced until it hears it was removed:
+        // it is back once the others count it again.
+        wait_cluster_size(&cluster, &[1, 2], 3, back)
+            .unwrap_or_else(|e| panic!("node3 never rejoined after {cut:?}: {e}\n{}", node3.error_log_tail(30)));
         node3
             .wait_synced(SYNC_TIMEOUT)
             .unwrap_or_else(|e| panic!("node3 never Synced again after {cut:?}: {e}\n{}", node3.error_log_tail(30)));

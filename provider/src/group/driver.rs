@@ -177,8 +177,15 @@ pub(super) struct Driver {
     /// Where this node first joined (`wsrep_cluster_address`): where it
     /// looks for the group again when it knows no member's address.
     pub(super) last_peers: Vec<String>,
-    /// Members this node saw removed (raft id, uuid), newest last.
-    pub(super) removed_members: std::collections::VecDeque<(u64, Uuid)>,
+    /// Members this node saw removed (raft id, uuid, log index of the
+    /// removal, 0 when a reform left them out), newest last.
+    pub(super) removed_members: std::collections::VecDeque<(u64, Uuid, u64)>,
+    /// A member removed and joining again replays the log of its previous
+    /// incarnation up to its removal at this index: what those entries say
+    /// of it is history, not its new join (see `drop_stale`).
+    pub(super) stale_until: u64,
+    /// Index of the entry (or snapshot) being applied.
+    pub(super) applying: u64,
 }
 
 pub(super) struct DriverConfig {
@@ -241,6 +248,8 @@ impl Driver {
             restarted: Default::default(),
             last_peers,
             removed_members: Default::default(),
+            stale_until: 0,
+            applying: 0,
         })
     }
 
@@ -249,7 +258,13 @@ impl Driver {
             // A sole voter wins its election at once.
             let _ = self.raw.campaign();
         }
-        while self.turn() {}
+        // A panic here is a bug; it must not take mariadbd down, and the
+        // operator must learn why this node stopped replicating.
+        let turns = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| while self.turn() {}));
+        if let Err(e) = turns {
+            let what = e.downcast_ref::<String>().map(String::as_str).or(e.downcast_ref::<&str>().copied()).unwrap_or("?");
+            log::error!("the group layer failed ({}): this node no longer replicates and must be restarted", what);
+        }
         self.counters.stopped.store(true, AtomicOrdering::SeqCst);
         self.net.stop();
     }
@@ -391,6 +406,9 @@ impl Driver {
                     if self.state.member(self.me.id).is_some() && !self.peers.contains(&from) {
                         return;
                     }
+                    if !super::step::accepts(&m, self.raw.raft.raft_log.last_index()) {
+                        return log::debug!("dropping a stale {:?} from {:x} (commit {})", m.get_msg_type(), from, m.commit);
+                    }
                     let _ = self.raw.step(m);
                 }
                 Err(e) => log::warning!("undecodable raft message from {:x}: {}", from, e),
@@ -398,8 +416,8 @@ impl Driver {
             Inbound::Frame { kind: KIND_JOIN, payload, .. } => self.on_join_request(&payload),
             Inbound::Frame { kind: KIND_IST, payload, .. } => self.delivery.transfer(payload),
             Inbound::Frame { kind: KIND_LEFT, payload, .. } => {
-                if payload[..] == self.me.id.0[..] {
-                    self.on_removed_notice();
+                if let Some(index) = super::membership::removed_notice_for(&payload, self.me.id) {
+                    self.on_removed_notice(index);
                 }
             }
             Inbound::Frame { kind: KIND_FLOW, payload, from } => {
@@ -524,6 +542,7 @@ impl Driver {
 
     fn apply(&mut self, entries: Vec<RaftEntry>) {
         for e in entries {
+            self.applying = e.index;
             match e.get_entry_type() {
                 EntryType::EntryNormal if e.get_data().is_empty() => {} // leader no-op
                 EntryType::EntryNormal => self.apply_normal(e.index, e.data),
@@ -542,6 +561,7 @@ impl Driver {
                 }
                 let before = self.events.len();
                 self.state.apply(entry, &mut self.events);
+                self.drop_stale(index, before);
                 self.note_own_deliveries(before);
             }
             // The same bytes are committed on every member, so every
@@ -587,13 +607,18 @@ impl Driver {
         }
         match Membership::decode(cc.get_context()) {
             Ok(m) => {
+                if let Membership::Add { member } = &m {
+                    self.raw.store().note_added(member.id.raft_id(), index);
+                }
                 if let Membership::Remove { member } = &m {
                     if *member != self.me.id {
-                        self.net.send(member.raft_id(), KIND_LEFT, Bytes::copy_from_slice(&member.0));
-                        self.remember_removed(*member);
+                        self.net.send(member.raft_id(), KIND_LEFT, super::membership::removed_notice(*member, index));
+                        self.remember_removed(*member, index);
                     }
                 }
+                let before = self.events.len();
                 self.state.apply_membership(m, &mut self.events);
+                self.drop_stale(index, before);
                 self.refresh_peers();
                 let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
                 self.fc.retain_members(&ids);
@@ -619,8 +644,15 @@ impl Driver {
             return log::error!("cannot install the snapshot at index {}: {}", index, e);
         }
         self.state = state;
+        self.applying = index;
         log::info!("restored the group state at seqno {} from a snapshot (index {})", self.state.seqno(), index);
-        self.events.push(GroupEvent::Restored { node: Bytes::copy_from_slice(node), view: self.state.view() });
+        let mut view = self.state.view();
+        if index <= self.stale_until {
+            // Taken before our removal: we are not in it as who we are now.
+            view.members.retain(|m| m.id != self.me.id);
+            view.my_idx = -1;
+        }
+        self.events.push(GroupEvent::Restored { node: Bytes::copy_from_slice(node), view });
         self.refresh_peers();
     }
 
@@ -642,7 +674,7 @@ impl Driver {
             self.departed.push((*gone, now + FORGET_AFTER));
         }
         self.peers = wanted;
-        if self.state.member(self.me.id).is_some() {
+        if self.state.member(self.me.id).is_some() && self.applying > self.stale_until {
             self.joined();
         }
     }
@@ -728,7 +760,7 @@ impl Driver {
         // join it again.
         let others: Vec<Uuid> = self.state.members().iter().map(|m| m.info.id).filter(|id| *id != self.me.id).collect();
         for id in others {
-            self.remember_removed(id);
+            self.remember_removed(id, 0);
         }
         self.bootstrap = Some((self.state.history(), self.state.seqno()));
         self.state.reform();
@@ -819,6 +851,30 @@ impl Driver {
         self.raw.store().set_snapshot(snap, applied.saturating_sub(LOG_KEEP));
     }
 
+    /// Events of an entry at `index` from `from` on: up to our removal
+    /// (`stale_until`), the views and our states are our previous
+    /// incarnation's; the node must not take them for its new join. The
+    /// writesets still feed its certification.
+    fn drop_stale(&mut self, index: u64, from: usize) {
+        if index > self.stale_until {
+            return;
+        }
+        let me = self.me.id;
+        let mut i = from;
+        while i < self.events.len() {
+            let stale = match &self.events[i] {
+                GroupEvent::View(_) => true,
+                GroupEvent::MemberState { member, .. } => *member == me,
+                _ => false,
+            };
+            if stale {
+                self.events.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
     pub(super) fn flush_events(&mut self) {
         for ev in &self.events {
             if let GroupEvent::ProposalFailed { .. } = ev {
@@ -835,7 +891,12 @@ impl Driver {
 /// A Raft node with these voters (a bootstrapping member: itself; a
 /// joiner: none, it learns them from the leader).
 pub(super) fn raft_node(id: u64, voters: Vec<u64>) -> raft::Result<RawNode<GroupLog>> {
-    let config = raft::Config {
+    raft_node_with(&raft_config(id), voters)
+}
+
+/// The Raft settings of every member (the simulator starts from them).
+pub fn raft_config(id: u64) -> raft::Config {
+    raft::Config {
         id,
         election_tick: 10,
         heartbeat_tick: 2,
@@ -844,13 +905,16 @@ pub(super) fn raft_node(id: u64, voters: Vec<u64>) -> raft::Result<RawNode<Group
         max_inflight_msgs: 256,
         max_size_per_msg: 1 << 20,
         ..Default::default()
-    };
+    }
+}
+
+pub fn raft_node_with(config: &raft::Config, voters: Vec<u64>) -> raft::Result<RawNode<GroupLog>> {
     config.validate()?;
-    RawNode::new(&config, GroupLog::new(voters), &super::raft_log::logger())
+    RawNode::new(config, GroupLog::new(voters), &super::raft_log::logger())
 }
 
 /// A snapshot's data: the group state, then the node layer's part.
-fn join_snapshot(group: &[u8], node: &[u8]) -> Vec<u8> {
+pub fn join_snapshot(group: &[u8], node: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(4 + group.len() + node.len());
     out.extend_from_slice(&(group.len() as u32).to_le_bytes());
     out.extend_from_slice(group);
@@ -858,7 +922,7 @@ fn join_snapshot(group: &[u8], node: &[u8]) -> Vec<u8> {
     out
 }
 
-fn split_snapshot(data: &[u8]) -> Option<(&[u8], &[u8])> {
+pub fn split_snapshot(data: &[u8]) -> Option<(&[u8], &[u8])> {
     let len = u32::from_le_bytes(data.get(..4)?.try_into().ok()?) as usize;
     let group = data.get(4..4 + len)?;
     Some((group, &data[4 + len..]))

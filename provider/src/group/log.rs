@@ -8,6 +8,7 @@
 //! the current turn and raft-rs retries.
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 use raft::prelude::{ConfState, Entry, HardState, Snapshot};
 use raft::storage::MemStorage;
@@ -17,6 +18,11 @@ pub struct GroupLog {
     pub mem: MemStorage,
     snapshot: RefCell<Option<Snapshot>>,
     wanted: Cell<bool>,
+    /// The log index at which each member (raft id) was last added. A
+    /// member removed and added again keeps its id: a snapshot from
+    /// before its new Add shows its previous incarnation as a member, and
+    /// it would take that for its own join.
+    added_at: RefCell<HashMap<u64, u64>>,
 }
 
 impl GroupLog {
@@ -24,7 +30,7 @@ impl GroupLog {
     /// nobody (a joiner, which learns the configuration from the leader).
     pub fn new(voters: Vec<u64>) -> GroupLog {
         let mem = if voters.is_empty() { MemStorage::new() } else { MemStorage::new_with_conf_state(ConfState::from((voters, vec![]))) };
-        GroupLog { mem, snapshot: RefCell::new(None), wanted: Cell::new(false) }
+        GroupLog { mem, snapshot: RefCell::new(None), wanted: Cell::new(false), added_at: RefCell::new(HashMap::new()) }
     }
 
     /// Whether raft-rs asked for a snapshot since the last one was made.
@@ -57,6 +63,11 @@ impl GroupLog {
 
     pub fn set_hardstate(&self, hs: HardState) {
         self.mem.wl().set_hardstate(hs);
+    }
+
+    /// Member `id` was added by the entry at `index`.
+    pub fn note_added(&self, id: u64, index: u64) {
+        self.added_at.borrow_mut().insert(id, index);
     }
 
     pub fn set_commit(&self, commit: u64) {
@@ -111,11 +122,41 @@ impl Storage for GroupLog {
             // configuration does not include itself (a joiner added after
             // the snapshot was made).
             let knows = cs.get_voters().contains(&to) || cs.get_learners().contains(&to);
-            if md.index + 1 >= first && md.index >= request_index && knows {
+            let after_add = self.added_at.borrow().get(&to).is_none_or(|&at| md.index >= at);
+            if md.index + 1 >= first && md.index >= request_index && knows && after_add {
                 return Ok(s.clone());
             }
         }
         self.wanted.set(true);
         Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log_with_snapshot_at(index: u64) -> GroupLog {
+        let log = GroupLog::new(vec![1, 2]);
+        let entries: Vec<Entry> = (1..=index + 1)
+            .map(|i| Entry { index: i, term: 1, ..Default::default() })
+            .collect();
+        log.append(&entries).unwrap();
+        let mut snap = Snapshot::default();
+        snap.mut_metadata().index = index;
+        snap.mut_metadata().term = 1;
+        snap.mut_metadata().set_conf_state(ConfState::from((vec![1, 2], vec![])));
+        log.set_snapshot(snap, index);
+        log
+    }
+
+    #[test]
+    fn a_member_added_again_gets_no_snapshot_from_before_its_new_add() {
+        let log = log_with_snapshot_at(10);
+        log.note_added(2, 15);
+        assert!(log.snapshot(0, 2).is_err(), "a snapshot showing member 2's previous incarnation");
+        assert!(log.snapshot_wanted(), "a newer snapshot must be made");
+        log.note_added(2, 8);
+        assert_eq!(log.snapshot(0, 2).unwrap().get_metadata().index, 10);
     }
 }

@@ -259,11 +259,11 @@ impl Driver {
         self.propose_membership(Membership::Remove { member: uuid }, ConfChangeType::RemoveNode);
     }
 
-    pub(super) fn remember_removed(&mut self, member: Uuid) {
+    pub(super) fn remember_removed(&mut self, member: Uuid, index: u64) {
         if self.removed_members.len() >= REMEMBER_REMOVED {
             self.removed_members.pop_front();
         }
-        self.removed_members.push_back((member.raft_id(), member));
+        self.removed_members.push_back((member.raft_id(), member, index));
     }
 
     /// A removed member that still speaks Raft to us (it was stopped while
@@ -273,9 +273,9 @@ impl Driver {
         if self.peers.contains(&from) {
             return;
         }
-        if let Some((_, uuid)) = self.removed_members.iter().rev().find(|(id, _)| *id == from) {
+        if let Some((_, uuid, index)) = self.removed_members.iter().rev().find(|(id, ..)| *id == from) {
             if self.state.member(*uuid).is_none() {
-                self.net.send(from, KIND_LEFT, Bytes::copy_from_slice(&uuid.0));
+                self.net.send(from, KIND_LEFT, removed_notice(*uuid, *index));
             }
         }
     }
@@ -283,7 +283,7 @@ impl Driver {
     /// The group removed this node. Leaving, that is the goal; otherwise
     /// the node was evicted: it shows a non-primary view (the server stops
     /// taking queries) until the operator reconnects or restarts it.
-    pub(super) fn on_removed_notice(&mut self) {
+    pub(super) fn on_removed_notice(&mut self, index: u64) {
         if self.removed || self.joining.is_some() {
             return; // a notice still on its way when we rejoined
         }
@@ -299,6 +299,7 @@ impl Driver {
         self.state.apply_membership(Membership::Remove { member: self.me.id }, &mut self.events);
         self.flush_events();
         self.rejoin();
+        self.stale_until = index;
     }
 
     /// Joins the group again as a fresh learner at the members' addresses
@@ -321,8 +322,41 @@ impl Driver {
         self.removed = false;
         self.restarted.clear();
         self.joining = Some(Joining::new(peers));
+        self.stale_until = 0;
+        self.applying = 0;
         self.events.push(super::state::GroupEvent::Rejoining);
         self.flush_events();
         self.refresh_peers();
+    }
+}
+
+/// The notice telling a removed member it is out: its id, then the log
+/// index of its removal (older members sent the id alone).
+pub(super) fn removed_notice(member: Uuid, index: u64) -> Bytes {
+    let mut out = member.0.to_vec();
+    out.extend_from_slice(&index.to_le_bytes());
+    Bytes::from(out)
+}
+
+/// The removal index a notice gives when it is for `me` (0: not known).
+pub(super) fn removed_notice_for(payload: &[u8], me: Uuid) -> Option<u64> {
+    if payload.get(..16)? != &me.0[..] {
+        return None;
+    }
+    let index = payload.get(16..24).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+    Some(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_removed_notice_names_the_member_and_the_removal_index() {
+        let (me, other) = (Uuid([7; 16]), Uuid([8; 16]));
+        assert_eq!(removed_notice_for(&removed_notice(me, 4242), me), Some(4242));
+        assert_eq!(removed_notice_for(&removed_notice(other, 1), me), None);
+        assert_eq!(removed_notice_for(&me.0, me), Some(0), "an older member's notice");
+        assert_eq!(removed_notice_for(&[7; 3], me), None, "a truncated notice");
     }
 }

@@ -18,6 +18,7 @@ pub mod quorum;
 pub mod recovery;
 mod raft_log;
 pub mod state;
+pub mod step;
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering as AtomicOrdering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
@@ -26,6 +27,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use driver::Delivery;
+/// For the simulator, which drives the same Raft setup without the driver.
+pub use driver::{join_snapshot, raft_config, raft_node_with, split_snapshot};
+pub use log::GroupLog;
 pub use entry::{MemberInfo, Transition};
 pub use state::{DonorError, GroupEvent, GroupState, MemberState, View};
 

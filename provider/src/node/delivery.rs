@@ -14,7 +14,7 @@ use super::state::NodeState;
 use super::Shared;
 use crate::cert::Verdict;
 use crate::group::{Delivery, GroupEvent, MemberState, Transition, View};
-use crate::gtid::{Seqno, Uuid, SEQNO_UNDEFINED};
+use crate::gtid::{Gtid, Seqno, Uuid, SEQNO_UNDEFINED};
 use crate::log;
 use crate::writeset::{flags, WriteSet};
 
@@ -103,11 +103,22 @@ impl Shared {
     /// node catches up from what its data holds, by IST if a donor has it.
     fn on_rejoining(&self) {
         self.fail_pending();
-        self.in_view.store(false, Ordering::SeqCst);
+        // What was ordered while this node was a member is already in its
+        // appliers' queue and will commit: the gap starts after it. (From
+        // what has committed so far, a node thawed with a full queue would
+        // be sent those seqnos again and apply them twice.)
+        let from = if self.in_view.swap(false, Ordering::SeqCst) {
+            Gtid::new(self.history(), self.last_ordered.load(Ordering::SeqCst))
+        } else {
+            self.last_committed()
+        };
         self.entered_at.store(SEQNO_UNDEFINED, Ordering::SeqCst);
-        *self.joined_from.lock().unwrap_or_else(|e| e.into_inner()) = self.last_committed();
+        // The group's log is replayed from its start or a snapshot: the
+        // index is rebuilt from there, as on every other member.
+        self.cert.lock().unwrap_or_else(|e| e.into_inner()).reset(SEQNO_UNDEFINED);
+        *self.joined_from.lock().unwrap_or_else(|e| e.into_inner()) = from;
         self.status().rejoining = true;
-        log::info!("rejoining the primary component from {}", self.last_committed());
+        log::info!("rejoining the primary component from {} (committed up to {})", from, self.last_committed().seqno);
     }
 
     /// The group state came from a leader's snapshot: take its

@@ -32,6 +32,11 @@ pub(super) enum Sst {
 /// (Galera retries every second).
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
+/// How long a rejoining member's appliers may take to commit what it was
+/// given before it left (bounded by the receive queue's flow control, so
+/// seconds at most; a minute means an applier is stuck).
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// The server's magic request strings: `trivial` pretends the state was
 /// transferred (`wsrep_sst_method=skip`), `none` asks for no state at all.
 fn is_request(req: &[u8], magic: &[u8]) -> bool {
@@ -80,6 +85,18 @@ impl Shared {
     /// joined in once it holds the state (its view_cb takes it from joiner
     /// to joined, as after Galera's IST on a partition's heal).
     fn caught_up_running(&self, ctx: RecvCtx, own: Gtid, view: &View) -> bool {
+        // The seqnos this node was given before it left are still being
+        // applied by the other appliers: the IST continues after them.
+        let deadline = Instant::now() + DRAIN_TIMEOUT;
+        if !self.commit.wait_left(own.seqno, Some(deadline)) {
+            log::error!(
+                "seqnos up to {} were not committed within {:?} (committed: {}); the node cannot continue",
+                own.seqno,
+                DRAIN_TIMEOUT,
+                self.commit.last_left()
+            );
+            return false;
+        }
         if !self.state_installed(ctx, own) {
             return false;
         }
