@@ -12,6 +12,7 @@
 //! * `transport`   TCP between providers
 //! * `gcache`      writeset cache for IST
 //! * `transfer`    SST coordination and IST
+//! * `sim`         deterministic simulation of several members' core
 //!
 //! The one registry of provider options and status variables is its own
 //! crate, `lockstep-config`, shared with the `lockstep` command.
@@ -27,3 +28,4 @@ pub mod node;
 pub mod transport;
 pub mod gcache;
 pub mod transfer;
+pub mod sim;

@@ -186,6 +186,11 @@ pub(super) struct Driver {
     pub(super) stale_until: u64,
     /// Index of the entry (or snapshot) being applied.
     pub(super) applying: u64,
+    /// The log removed this member (evicted) at this index while it
+    /// was still receiving entries: it applies nothing after (it is not
+    /// numbered past its removal like the members are) and rejoins once
+    /// the current `Ready` is done.
+    pub(super) removed_at: Option<u64>,
 }
 
 pub(super) struct DriverConfig {
@@ -250,6 +255,7 @@ impl Driver {
             removed_members: Default::default(),
             stale_until: 0,
             applying: 0,
+            removed_at: None,
         })
     }
 
@@ -298,6 +304,9 @@ impl Driver {
         }
         self.maybe_bootstrap();
         self.on_ready();
+        if let Some(index) = self.removed_at.take() {
+            self.on_removed_notice(index);
+        }
         self.flush_events();
         self.maybe_snapshot();
         true
@@ -542,6 +551,9 @@ impl Driver {
 
     fn apply(&mut self, entries: Vec<RaftEntry>) {
         for e in entries {
+            if self.removed_at.is_some() {
+                break;
+            }
             self.applying = e.index;
             match e.get_entry_type() {
                 EntryType::EntryNormal if e.get_data().is_empty() => {} // leader no-op
@@ -615,6 +627,12 @@ impl Driver {
                         self.net.send(member.raft_id(), KIND_LEFT, super::membership::removed_notice(*member, index));
                         self.remember_removed(*member, index);
                     }
+                }
+                let me_out = matches!(&m, Membership::Remove { member } if *member == self.me.id);
+                if me_out && index > self.stale_until && self.leaving.is_none() {
+                    // As if told by the notice (see `removed_at`).
+                    self.removed_at = Some(index);
+                    return;
                 }
                 let before = self.events.len();
                 self.state.apply_membership(m, &mut self.events);

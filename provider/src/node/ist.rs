@@ -56,7 +56,16 @@ impl Shared {
             log::info!("IST from {} impossible: gcache does not hold seqno {}; falling back to SST", from.1, from.1 + 1);
             return false;
         };
-        log::info!("IST to {}: seqnos {}..={} ({} items)", joiner, from.1 + 1, seqno, items.len());
+        // Galera's wording (mtr greps it, with the joiner's address); the
+        // stream goes over the group link to the joiner's group address.
+        log::info!(
+            "async IST sender starting to serve tcp://{} sending {}-{} ({} items to {} over the group link)",
+            self.member_address(joiner),
+            from.1 + 1,
+            seqno,
+            items.len(),
+            joiner
+        );
         let Some(g) = self.group() else { return false };
         let history = self.history();
         let chunks = items.into_iter().map(|(s, item)| Chunk::Item { seqno: s, item }).chain([Chunk::End { last: seqno }]);

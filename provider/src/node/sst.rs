@@ -88,12 +88,12 @@ impl Shared {
         // The seqnos this node was given before it left are still being
         // applied by the other appliers: the IST continues after them.
         let deadline = Instant::now() + DRAIN_TIMEOUT;
-        if !self.commit.wait_left(own.seqno, Some(deadline)) {
+        if !self.apply.wait_left(own.seqno, Some(deadline)) {
             log::error!(
                 "seqnos up to {} were not committed within {:?} (committed: {}); the node cannot continue",
                 own.seqno,
                 DRAIN_TIMEOUT,
-                self.commit.last_left()
+                self.apply.last_left()
             );
             return false;
         }
@@ -147,6 +147,12 @@ impl Shared {
         if donor == Ok(self.my_id()) {
             self.queue.push(super::applier::Item::Donate { request, seqno, joiner, ist });
         }
+    }
+
+    pub(super) fn member_address(&self, id: Uuid) -> String {
+        let st = self.status();
+        let found = st.view.as_ref().and_then(|v| v.members.iter().find(|m| m.id == id)).map(|m| m.address.clone());
+        found.unwrap_or_else(|| id.to_string())
     }
 
     fn member_name(&self, id: Uuid) -> String {

@@ -1,0 +1,173 @@
+//! The simulator's invariants, checked as the members report:
+//!
+//! * agreement: every member delivers the same thing at each seqno (the
+//!   same writeset from the same origin, or the same view), with no gap;
+//! * certification: every member reaches the same verdict, and the verdict
+//!   is the one a plain reference model of Galera's rule gives;
+//! * durability: every writeset acknowledged to its client as committed is
+//!   in the final sequence that the surviving members reach;
+//! * one primary component: once a partition has lasted past the quorum
+//!   grace, the members that say they are primary are all on one side.
+
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::Bytes;
+
+use super::member::Note;
+use crate::gtid::{Seqno, Uuid};
+use crate::writeset::{KeyKind, WriteSet};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Slot {
+    Ws { origin: Uuid, token: u64, pass: bool },
+    View { conf_id: i64, members: Vec<Uuid> },
+}
+
+#[derive(Default)]
+pub struct Checker {
+    slots: BTreeMap<Seqno, Slot>,
+    /// Per member: the last seqno it delivered (None: starting over).
+    last: HashMap<usize, Option<Seqno>>,
+    /// Writesets a client was told committed: seqno, origin, token.
+    pub acked: Vec<(Seqno, Uuid, u64)>,
+    /// Reference certification: writesets that passed, by seqno.
+    passed: BTreeMap<Seqno, WriteSet>,
+    /// Seqnos whose verdict was checked against the reference.
+    pub certified: u64,
+    pub conflicts: u64,
+}
+
+impl Checker {
+    pub fn note(&mut self, member: usize, note: Note) -> Result<(), String> {
+        match note {
+            Note::Ordered { seqno, origin, token, ws, pass } => {
+                self.sequence(member, seqno)?;
+                self.agree(member, seqno, Slot::Ws { origin, token, pass }, Some(ws))
+            }
+            Note::View { seqno, conf_id, members } => {
+                self.sequence(member, seqno)?;
+                self.agree(member, seqno, Slot::View { conf_id, members }, None)
+            }
+            Note::Restored { seqno } => {
+                self.last.insert(member, Some(seqno));
+                Ok(())
+            }
+            Note::Rejoining => {
+                self.last.insert(member, None);
+                Ok(())
+            }
+            Note::NonPrimary => Ok(()),
+        }
+    }
+
+    fn sequence(&mut self, member: usize, seqno: Seqno) -> Result<(), String> {
+        let last = self.last.entry(member).or_insert(None);
+        if let Some(prev) = *last {
+            if seqno != prev + 1 {
+                return Err(format!("node{} delivered seqno {} after {}", member + 1, seqno, prev));
+            }
+        }
+        *last = Some(seqno);
+        Ok(())
+    }
+
+    fn agree(&mut self, member: usize, seqno: Seqno, slot: Slot, ws: Option<Bytes>) -> Result<(), String> {
+        if let Some(first) = self.slots.get(&seqno) {
+            if *first != slot {
+                return Err(format!("node{} delivered {:?} at seqno {}, another member {:?}", member + 1, slot, seqno, first));
+            }
+            return Ok(());
+        }
+        if let (Slot::Ws { pass, .. }, Some(bytes)) = (&slot, ws) {
+            self.reference(seqno, bytes, *pass)?;
+        }
+        self.slots.insert(seqno, slot);
+        Ok(())
+    }
+
+    /// Galera's rule on the first delivery of each seqno: for each key of
+    /// the writeset and each kind, the latest writeset that passed with
+    /// that key of that kind is its reference (Galera keeps one per kind:
+    /// a newer one shadows older ones); the writeset fails when such a
+    /// reference came after its last_seen, from another origin, and the
+    /// kinds conflict.
+    fn reference(&mut self, seqno: Seqno, bytes: Bytes, pass: bool) -> Result<(), String> {
+        let ws = WriteSet::decode(bytes).map_err(|e| format!("seqno {}: undecodable writeset: {}", seqno, e))?;
+        let conflict = self.reference_conflict(&ws, seqno);
+        self.certified += 1;
+        match (conflict, pass) {
+            (Some(with), true) => {
+                return Err(format!(
+                    "seqno {} ({}) passed certification but conflicts with seqno {} ({})",
+                    seqno,
+                    describe(&ws),
+                    with,
+                    self.passed.range(ws.last_seen + 1..seqno).map(|(s, w)| format!("{} {}", s, describe(w))).collect::<Vec<_>>().join("; ")
+                ))
+            }
+            (None, false) => return Err(format!("seqno {} failed certification without a conflict (last_seen {})", seqno, ws.last_seen)),
+            (Some(_), false) => self.conflicts += 1,
+            (None, true) => {
+                self.passed.insert(seqno, ws);
+            }
+        }
+        Ok(())
+    }
+
+    fn reference_conflict(&self, ws: &WriteSet, seqno: Seqno) -> Option<Seqno> {
+        let mut seen: Vec<(&[Vec<u8>], KeyKind)> = Vec::new();
+        for (s, old) in self.passed.range(ws.last_seen + 1..seqno).rev() {
+            for a in &old.keys {
+                if seen.contains(&(&a.parts[..], a.kind)) || !ws.keys.iter().any(|b| b.parts == a.parts) {
+                    continue;
+                }
+                seen.push((&a.parts[..], a.kind));
+                let clash = ws.keys.iter().any(|b| b.parts == a.parts && kinds_conflict(a.kind, b.kind));
+                if clash && old.source != ws.source {
+                    return Some(*s);
+                }
+            }
+        }
+        None
+    }
+
+    pub fn ack(&mut self, seqno: Seqno, origin: Uuid, token: u64) {
+        self.acked.push((seqno, origin, token));
+    }
+
+    pub fn last_seqno(&self) -> Seqno {
+        self.slots.keys().next_back().copied().unwrap_or(0)
+    }
+
+    /// Every acknowledged writeset is at its seqno in the sequence `member`
+    /// reached (`at`).
+    pub fn durable(&self, reached: &[(usize, Seqno)]) -> Result<(), String> {
+        for &(member, at) in reached {
+            for (seqno, origin, token) in &self.acked {
+                if *seqno > at {
+                    return Err(format!("writeset acknowledged at seqno {} is beyond node{}'s {}", seqno, member + 1, at));
+                }
+                match self.slots.get(seqno) {
+                    Some(Slot::Ws { origin: o, token: t, pass: true }) if o == origin && t == token => {}
+                    other => return Err(format!("acknowledged writeset at {} is lost: the sequence holds {:?}", seqno, other)),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Galera's conflict matrix (existing key, new key) for the same key.
+fn kinds_conflict(existing: KeyKind, new: KeyKind) -> bool {
+    use KeyKind::*;
+    matches!(
+        (existing, new),
+        (Reference, Exclusive) | (Update, Update) | (Update, Exclusive) | (Exclusive, _)
+    )
+}
+
+
+fn describe(ws: &WriteSet) -> String {
+    let keys: Vec<String> = ws.keys.iter().map(|k| format!("{:?} {}", k.kind, String::from_utf8_lossy(k.parts.last().map_or(&[][..], |p| p)))).collect();
+    format!("from {} last_seen {} keys [{}]", &ws.source.to_string()[..8], ws.last_seen, keys.join(", "))
+}

@@ -1,0 +1,487 @@
+//! One simulated member: the group's deterministic core (Raft, the group
+//! state, certification, quorum, liveness, flow control) driven the way
+//! the driver drives it, with the driver's I/O replaced by an outbox.
+//!
+//! What the driver does with threads and sockets is mirrored here in a few
+//! lines each: the `Ready` hand-off, joining, promotion, eviction, the
+//! removal notice and rejoin, the quorum watch. Proposal resending and
+//! fences, leaving, reform and whole-cluster recovery are not simulated.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use protobuf::Message as _;
+use raft::prelude::{ConfChange, ConfChangeType, EntryType, Message, Snapshot};
+use raft::{RawNode, StateRole};
+
+use super::network::Msg;
+use crate::cert::{Certification, Verdict};
+use crate::group::entry::{Entry, MemberInfo, Membership, Transition};
+use crate::group::flow_control::FlowControl;
+use crate::group::liveness::{Liveness, Timeouts};
+use crate::group::quorum::{Change, Quorum};
+use crate::group::{self, GroupEvent, GroupLog, GroupState, MemberState, Signal};
+use crate::gtid::{Seqno, Uuid, SEQNO_UNDEFINED};
+use crate::writeset::WriteSet;
+
+/// The history every simulated cluster starts.
+pub const HISTORY: Uuid = Uuid([0xAB; 16]);
+/// Snapshot and compaction as the driver's test build does them (often,
+/// so that joiners and lagging members meet snapshots).
+const SNAPSHOT_EVERY: u64 = 64;
+const LOG_KEEP: u64 = 16;
+/// Flow-control limits of the simulated appliers.
+pub const FC_UPPER: usize = 16;
+const FC_LOWER: usize = 8;
+/// How often a joiner repeats its join request (the driver's JOIN_RETRY).
+const JOIN_RETRY_MS: u64 = 500;
+
+/// What a member reports to the checker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Note {
+    Ordered { seqno: Seqno, origin: Uuid, token: u64, ws: Bytes, pass: bool },
+    View { seqno: Seqno, conf_id: i64, members: Vec<Uuid> },
+    /// The member's state jumped to `seqno` (a snapshot).
+    Restored { seqno: Seqno },
+    /// The member starts over as a joiner (its sequence restarts).
+    Rejoining,
+    NonPrimary,
+}
+
+pub struct Member {
+    pub index: usize,
+    pub info: MemberInfo,
+    raw: RawNode<GroupLog>,
+    pub state: GroupState,
+    cert: Certification,
+    quorum: Quorum,
+    liveness: Liveness,
+    pub fc: FlowControl,
+    pub joining: bool,
+    bootstrapping: bool,
+    stale_until: u64,
+    applying: u64,
+    removed_seen: Vec<(u64, u64)>,
+    removed_at: Option<u64>,
+    was_leader: bool,
+    next_join: u64,
+    /// Delivered writesets the simulated appliers have yet to apply.
+    pub backlog: usize,
+    /// Writesets applied per tick (a slow member is one with a low rate).
+    pub apply_rate: usize,
+    election_tick: usize,
+    pub outbox: Vec<(u64, Msg)>,
+    pub notes: Vec<Note>,
+}
+
+pub fn raft_id(index: usize) -> u64 {
+    uuid(index).raft_id()
+}
+
+pub fn uuid(index: usize) -> Uuid {
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&(index as u64 + 1).to_le_bytes());
+    b[8] = 0x5A;
+    Uuid(b)
+}
+
+fn raw_node(index: usize, election_tick: usize, voters: Vec<u64>) -> RawNode<GroupLog> {
+    let mut config = group::raft_config(raft_id(index));
+    // raft-rs draws the election timeout from thread_rng in
+    // [min, max): a range of one value keeps the run deterministic, and the
+    // per-member value (from the seed) keeps elections from tying forever.
+    config.election_tick = election_tick;
+    config.min_election_tick = election_tick;
+    config.max_election_tick = election_tick + 1;
+    group::raft_node_with(&config, voters).expect("a valid raft configuration")
+}
+
+impl Member {
+    /// Member `index`: the first bootstraps the cluster, the others join.
+    pub fn new(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool) -> Member {
+        let id = uuid(index);
+        let info = MemberInfo { id, name: format!("node{}", index + 1), incoming: String::new(), address: format!("sim:{}", index) };
+        let voters = if bootstrap { vec![raft_id(index)] } else { vec![] };
+        let mut raw = raw_node(index, election_tick, voters);
+        if bootstrap {
+            let _ = raw.campaign();
+        }
+        Member {
+            index,
+            info,
+            raw,
+            state: GroupState::new(id),
+            cert: Certification::new(if bootstrap { 0 } else { SEQNO_UNDEFINED }),
+            quorum: Quorum::default(),
+            liveness: Liveness::new(Timeouts::default()),
+            fc: FlowControl::default(),
+            joining: !bootstrap,
+            bootstrapping: bootstrap,
+            stale_until: 0,
+            applying: 0,
+            removed_seen: Vec::new(),
+            removed_at: None,
+            was_leader: false,
+            next_join: 0,
+            backlog: 0,
+            apply_rate,
+            election_tick,
+            outbox: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.raw.raft.id
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.raw.raft.state == StateRole::Leader
+    }
+
+    /// In the primary component as the server would be told.
+    pub fn is_primary(&self) -> bool {
+        !self.joining && self.state.member(self.info.id).is_some() && self.quorum.is_primary() && self.state.is_primary()
+    }
+
+    pub fn position(&self) -> Seqno {
+        self.cert.position()
+    }
+
+    fn peers(&self) -> Vec<u64> {
+        self.state.members().iter().map(|m| m.info.id.raft_id()).filter(|id| *id != self.id()).collect()
+    }
+
+    /// Proposes a client's writeset; false when it cannot be (no leader
+    /// known, flow control).
+    pub fn propose(&mut self, token: u64, ws: &WriteSet, now: Instant) -> bool {
+        if !self.is_primary() || self.fc.paused(now) {
+            return false;
+        }
+        let entry = Entry::Ordered { origin: self.info.id, token, payload: Bytes::from(ws.encode()) };
+        self.raw.propose(vec![], entry.encode()).is_ok()
+    }
+
+    pub fn tick(&mut self, now: Instant, now_ms: u64) {
+        self.raw.tick();
+        self.join_tick(now_ms);
+        self.maybe_bootstrap();
+        self.leader_duties(now);
+        self.watch_quorum(now);
+        self.apply_backlog(now);
+        if let Some(sig) = self.fc.tick(self.id(), now) {
+            self.broadcast(Msg::Flow(sig));
+        }
+        self.on_ready();
+    }
+
+    fn join_tick(&mut self, now_ms: u64) {
+        if !self.joining || now_ms < self.next_join {
+            return;
+        }
+        self.next_join = now_ms + JOIN_RETRY_MS;
+        // The join request goes to every member it knows of (all the
+        // cluster's addresses), like wsrep_cluster_address.
+        self.outbox.push((0, Msg::Join(self.info.clone())));
+    }
+
+    fn maybe_bootstrap(&mut self) {
+        if !self.bootstrapping || !self.is_leader() || self.raw.raft.has_pending_conf() {
+            return;
+        }
+        if self.state.member(self.info.id).is_some() {
+            self.bootstrapping = false;
+            return;
+        }
+        let m = Membership::Bootstrap { history: HISTORY, position: 0, member: self.info.clone() };
+        self.propose_membership(m, ConfChangeType::AddNode);
+    }
+
+    fn leader_duties(&mut self, now: Instant) {
+        let leader = self.is_leader();
+        if leader && !self.was_leader {
+            self.liveness.restart(now);
+        }
+        self.was_leader = leader;
+        if !leader || self.raw.raft.has_pending_conf() || !self.state.is_primary() {
+            return;
+        }
+        let ready = self.state.members().iter().find(|m| !m.voter && matches!(m.state, MemberState::Joined | MemberState::Synced));
+        if let Some(m) = ready {
+            let id = m.info.id;
+            return self.propose_membership(Membership::Promote { member: id }, ConfChangeType::AddNode);
+        }
+        let others = self.peers();
+        if let Some((id, _)) = self.liveness.overdue(&others, now) {
+            if let Some(m) = self.state.members().iter().find(|m| m.info.id.raft_id() == id) {
+                let member = m.info.id;
+                self.propose_membership(Membership::Remove { member }, ConfChangeType::RemoveNode);
+            }
+        }
+    }
+
+    fn watch_quorum(&mut self, now: Instant) {
+        if self.joining || self.state.member(self.info.id).is_none() {
+            return;
+        }
+        let leader = self.raw.raft.leader_id != raft::INVALID_ID;
+        match self.quorum.observe(leader, now, Timeouts::default().suspect) {
+            Some(Change::Lost) => self.notes.push(Note::NonPrimary),
+            Some(Change::AskRejoin) => {
+                let e = Entry::MemberState { member: self.info.id, transition: Transition::Rejoin, seqno: self.state.seqno() };
+                let _ = self.raw.propose(vec![], e.encode());
+            }
+            None => {}
+        }
+    }
+
+    /// The simulated appliers work through the backlog; the member asks
+    /// for flow control past the upper limit and releases it under the
+    /// lower one. A joined member then reports itself Synced.
+    fn apply_backlog(&mut self, now: Instant) {
+        self.backlog = self.backlog.saturating_sub(self.apply_rate);
+        let signal = if self.backlog > FC_UPPER {
+            Some(Signal::Stop)
+        } else if self.backlog < FC_LOWER {
+            Some(Signal::Cont)
+        } else {
+            None
+        };
+        if let Some(sig) = signal.and_then(|s| self.fc.local(self.id(), s, now)) {
+            self.broadcast(Msg::Flow(sig));
+        }
+        let me = self.state.member(self.info.id).map(|m| m.state);
+        let step = match me {
+            Some(MemberState::Joiner) if !self.joining => Some(Transition::Join),
+            Some(MemberState::Joined) if self.backlog == 0 => Some(Transition::Sync),
+            _ => None,
+        };
+        if let Some(t) = step {
+            let e = Entry::MemberState { member: self.info.id, transition: t, seqno: self.state.seqno() };
+            let _ = self.raw.propose(vec![], e.encode());
+        }
+    }
+
+    fn broadcast(&mut self, msg: Msg) {
+        for id in self.peers() {
+            self.outbox.push((id, msg.clone()));
+        }
+    }
+
+    fn propose_membership(&mut self, m: Membership, kind: ConfChangeType) {
+        let mut cc = ConfChange::default();
+        cc.set_change_type(kind);
+        cc.node_id = m.member().raft_id();
+        cc.set_context(Bytes::from(m.encode()));
+        let _ = self.raw.propose_conf_change(vec![], cc);
+    }
+
+    pub fn receive(&mut self, from: u64, msg: Msg, now: Instant) {
+        self.liveness.heard(from, now);
+        match msg {
+            Msg::Raft(m) => self.on_raft(from, m),
+            Msg::Join(info) => self.on_join_request(info),
+            Msg::Left(index) => self.on_removed_notice(index),
+            Msg::Flow(signal) => {
+                if self.peers().contains(&from) {
+                    self.fc.on_message(from, signal, now);
+                }
+            }
+        }
+        self.on_ready();
+    }
+
+    fn on_raft(&mut self, from: u64, m: Message) {
+        if !self.peers().contains(&from) {
+            if let Some((_, index)) = self.removed_seen.iter().rev().find(|(id, _)| *id == from) {
+                let index = *index;
+                self.outbox.push((from, Msg::Left(index)));
+            }
+            if self.state.member(self.info.id).is_some() {
+                return;
+            }
+        }
+        if group::step::accepts(&m, self.raw.raft.raft_log.last_index()) {
+            let _ = self.raw.step(m);
+        }
+    }
+
+    fn on_join_request(&mut self, info: MemberInfo) {
+        if !self.state.is_primary() || self.state.member(info.id).is_some() || self.state.member(self.info.id).is_none() {
+            return;
+        }
+        self.propose_membership(Membership::Add { member: info }, ConfChangeType::AddLearnerNode);
+    }
+
+    /// Removed while cut off: start over as a learner with the same id
+    /// (the driver's rejoin).
+    fn on_removed_notice(&mut self, index: u64) {
+        if self.joining || self.state.member(self.info.id).is_none() {
+            return;
+        }
+        self.raw = raw_node(self.index, self.election_tick, vec![]);
+        self.state = GroupState::new(self.info.id);
+        self.cert.reset(SEQNO_UNDEFINED);
+        self.quorum = Quorum::default();
+        self.fc = FlowControl::default();
+        self.joining = true;
+        self.next_join = 0;
+        self.stale_until = index;
+        self.applying = 0;
+        self.notes.push(Note::Rejoining);
+    }
+
+    fn on_ready(&mut self) {
+        if !self.raw.has_ready() {
+            return;
+        }
+        let mut ready = self.raw.ready();
+        self.send(ready.take_messages());
+        if !ready.snapshot().is_empty() {
+            self.restore(ready.snapshot().clone());
+        }
+        self.apply(ready.take_committed_entries());
+        if !ready.entries().is_empty() {
+            self.raw.store().append(ready.entries()).expect("append to the in-memory log");
+        }
+        if let Some(hs) = ready.hs() {
+            self.raw.store().set_hardstate(hs.clone());
+        }
+        self.send(ready.take_persisted_messages());
+        let mut light = self.raw.advance(ready);
+        if let Some(commit) = light.commit_index() {
+            self.raw.store().set_commit(commit);
+        }
+        self.send(light.take_messages());
+        self.apply(light.take_committed_entries());
+        self.raw.advance_apply();
+        self.maybe_snapshot();
+        if let Some(index) = self.removed_at.take() {
+            self.on_removed_notice(index);
+        }
+    }
+
+    fn send(&mut self, msgs: Vec<Message>) {
+        for m in msgs {
+            self.outbox.push((m.to, Msg::Raft(m)));
+        }
+    }
+
+    fn apply(&mut self, entries: Vec<raft::prelude::Entry>) {
+        for e in entries {
+            if self.removed_at.is_some() {
+                break;
+            }
+            self.applying = e.index;
+            let mut events = Vec::new();
+            match e.get_entry_type() {
+                EntryType::EntryNormal if e.get_data().is_empty() => {}
+                EntryType::EntryNormal => {
+                    if let Ok(entry) = Entry::decode(&e.data) {
+                        if matches!(entry, Entry::MemberState { member, transition: Transition::Rejoin, .. } if member == self.info.id) {
+                            self.quorum.rejoined();
+                        }
+                        self.state.apply(entry, &mut events);
+                    }
+                }
+                EntryType::EntryConfChange => self.apply_conf_change(e.index, e.get_data(), &mut events),
+                EntryType::EntryConfChangeV2 => {}
+            }
+            self.deliver(e.index, events);
+        }
+    }
+
+    fn apply_conf_change(&mut self, index: u64, data: &[u8], events: &mut Vec<GroupEvent>) {
+        let Ok(cc) = ConfChange::parse_from_bytes(data) else { return };
+        if let Ok(cs) = self.raw.apply_conf_change(&cc) {
+            self.raw.store().set_conf_state(cs);
+        }
+        let Ok(m) = Membership::decode(cc.get_context()) else { return };
+        match &m {
+            Membership::Add { member } => self.raw.store().note_added(member.id.raft_id(), index),
+            Membership::Remove { member } if *member != self.info.id => {
+                self.outbox.push((member.raft_id(), Msg::Left(index)));
+                self.removed_seen.push((member.raft_id(), index));
+            }
+            Membership::Remove { .. } if index > self.stale_until => {
+                self.removed_at = Some(index);
+                return;
+            }
+            _ => {}
+        }
+        self.state.apply_membership(m, events);
+        let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
+        self.fc.retain_members(&ids);
+        if self.state.member(self.info.id).is_some() && index > self.stale_until {
+            self.joining = false;
+        }
+    }
+
+    /// The node layer's part: certification of every writeset, the
+    /// checker's notes, the appliers' backlog. Events of the previous
+    /// incarnation's log are dropped as the driver does.
+    fn deliver(&mut self, index: u64, events: Vec<GroupEvent>) {
+        let stale = index <= self.stale_until;
+        for ev in events {
+            match ev {
+                GroupEvent::Ordered { seqno, origin, token, payload } => {
+                    let pass = match WriteSet::decode(payload.clone()) {
+                        Ok(ws) => matches!(self.cert.certify(&ws, seqno), Verdict::Pass { .. }),
+                        Err(_) => {
+                            self.cert.skip(seqno);
+                            false
+                        }
+                    };
+                    if !self.joining && !stale {
+                        self.backlog += 1;
+                    }
+                    self.notes.push(Note::Ordered { seqno, origin, token, ws: payload, pass });
+                }
+                GroupEvent::View(v) if v.primary => {
+                    // A replayed (stale) view is still the same view
+                    // everywhere: the checker compares it whole.
+                    self.cert.skip(v.seqno);
+                    let members = v.members.iter().map(|m| m.id).collect();
+                    self.notes.push(Note::View { seqno: v.seqno, conf_id: v.conf_id, members });
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn maybe_snapshot(&mut self) {
+        let applied = self.raw.raft.raft_log.applied;
+        let store = self.raw.store();
+        let due = applied >= store.snapshot_index() + SNAPSHOT_EVERY;
+        if !(store.snapshot_wanted() || due) || !self.state.is_primary() || applied == 0 {
+            return;
+        }
+        let mut snap = Snapshot::default();
+        snap.set_data(Bytes::from(group::join_snapshot(&self.state.encode(), &self.cert.encode())));
+        let md = snap.mut_metadata();
+        md.index = applied;
+        md.term = self.raw.raft.raft_log.term(applied).unwrap_or(0);
+        md.set_conf_state(self.raw.raft.prs().conf().to_conf_state());
+        self.raw.store().set_snapshot(snap, applied.saturating_sub(LOG_KEEP));
+    }
+
+    fn restore(&mut self, snap: Snapshot) {
+        let index = snap.get_metadata().index;
+        let Some((group, node)) = group::split_snapshot(snap.get_data()) else { return };
+        let Ok(state) = GroupState::decode(self.info.id, group) else { return };
+        if self.raw.store().apply_snapshot(snap.clone()).is_err() {
+            return;
+        }
+        self.cert.restore(node).expect("a snapshot's certification index restores");
+        self.state = state;
+        self.applying = index;
+        self.notes.push(Note::Restored { seqno: self.state.seqno() });
+        if self.state.member(self.info.id).is_some() && index > self.stale_until {
+            self.joining = false;
+        }
+    }
+}
+
+pub fn at(base: Instant, ms: u64) -> Instant {
+    base + Duration::from_millis(ms)
+}

@@ -1,0 +1,374 @@
+//! Deterministic simulation of a cluster's core (DESIGN.md: the ordering
+//! hand-off, certification, views, quorum, flow control) without sockets,
+//! threads or clocks: several members, a seeded network of delays, drops
+//! and partitions, members frozen (SIGSTOP) and crashed, a client load, and
+//! the invariants of `check` after every step.
+//!
+//! Safety violations fail a run. Liveness is reported: a member that has
+//! not rejoined or caught up after the settle time is listed in
+//! `Summary::stuck` (known case: a learner frozen past its eviction never
+//! hears that it was removed, as it sends nothing a member would answer).
+//!
+//! A run is a function of its seed: `run(seed)` either passes or says what
+//! diverged, and the same seed replays the same schedule
+//! (`LOCKSTEP_SIM_SEED=<seed> cargo test --release -p lockstep-provider
+//! --test simulation -- --nocapture`).
+
+mod check;
+mod member;
+mod network;
+mod rng;
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use crate::gtid::{Seqno, Uuid};
+use crate::writeset::{flags, Key, KeyKind, WriteSet};
+use check::Checker;
+use member::{at, Member, Note};
+use network::{Envelope, Network};
+use rng::Rng;
+
+/// Raft's tick, as the driver's (elections take 10-20 ticks).
+const TICK_MS: u64 = 50;
+/// Load and faults last this long; then everything heals and the cluster
+/// gets `SETTLE_MS` to converge.
+const RUN_MS: u64 = 30_000;
+const SETTLE_MS: u64 = 30_000;
+/// A partition older than this (quorum grace 5 s, an election, a tick)
+/// must have left at most one side primary.
+const SPLIT_SETTLED_MS: u64 = 8_000;
+/// Client writesets waiting per member, at most (its client threads).
+const CLIENTS: usize = 8;
+/// A client gives up on a writeset after this (it is then not
+/// acknowledged, whatever happens to it).
+const CLIENT_TIMEOUT_MS: u64 = 3_000;
+/// Rows the load writes: few, so writesets conflict.
+const ROWS: u64 = 12;
+
+/// What a passing run did.
+#[derive(Debug)]
+pub struct Summary {
+    pub members: usize,
+    pub seqnos: Seqno,
+    pub acked: usize,
+    pub certified: u64,
+    pub conflicts: u64,
+    pub faults: Vec<String>,
+    pub messages: u64,
+    /// Liveness findings: members that had not caught up when the run
+    /// ended (not a safety violation; see the module comment).
+    pub stuck: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    None,
+    Partition,
+    Freeze,
+    Crash,
+}
+
+struct Sim {
+    rng: Rng,
+    base: Instant,
+    now: u64,
+    members: Vec<Member>,
+    /// Per member: frozen until (ms), crashed.
+    frozen_until: Vec<u64>,
+    crashed: Vec<bool>,
+    net: Network,
+    check: Checker,
+    /// Per member: waiting client writesets (token -> when sent).
+    waiting: Vec<HashMap<u64, u64>>,
+    next_token: u64,
+    partition_since: Option<u64>,
+    faults: Vec<String>,
+    trace: bool,
+}
+
+/// Runs the simulation of `seed`; `trace` prints the schedule.
+pub fn run(seed: u64, trace: bool) -> Result<Summary, String> {
+    let mut sim = Sim::new(seed, trace);
+    let stuck = sim.run().map_err(|e| format!("at {} ms: {}", sim.now, e))?;
+    Ok(Summary {
+        stuck,
+        members: sim.members.len(),
+        seqnos: sim.check.last_seqno(),
+        acked: sim.check.acked.len(),
+        certified: sim.check.certified,
+        conflicts: sim.check.conflicts,
+        faults: sim.faults,
+        messages: sim.net.sent(),
+    })
+}
+
+impl Sim {
+    fn new(seed: u64, trace: bool) -> Sim {
+        let mut rng = Rng::new(seed);
+        let n = if rng.chance(50) { 3 } else { 5 };
+        let net = Network::new(rng.below(3), (1, rng.between(2, 40)));
+        let mut members = Vec::new();
+        for i in 0..n {
+            let election = 10 + rng.below(10) as usize;
+            let rate = if rng.chance(20) { 1 } else { rng.between(2, 8) as usize };
+            members.push(Member::new(i, election, rate, i == 0));
+        }
+        let mut sim = Sim {
+            rng,
+            base: Instant::now(),
+            now: 0,
+            frozen_until: vec![0; n],
+            crashed: vec![false; n],
+            waiting: vec![HashMap::new(); n],
+            net,
+            check: Checker::default(),
+            members,
+            next_token: 1,
+            partition_since: None,
+            faults: Vec::new(),
+            trace,
+        };
+        sim.net.side = vec![0; n];
+        sim
+    }
+
+    fn run(&mut self) -> Result<Vec<String>, String> {
+        let mut next_fault = 8_000;
+        let mut heal_at = 0;
+        let mut fault = Fault::None;
+        while self.now < RUN_MS + SETTLE_MS {
+            if self.now < RUN_MS && self.now >= next_fault && fault == Fault::None {
+                let (f, lasts) = self.inject();
+                fault = f;
+                heal_at = self.now + lasts;
+            }
+            if fault != Fault::None && (self.now >= heal_at || self.now >= RUN_MS) {
+                self.heal(fault);
+                fault = Fault::None;
+                next_fault = self.now + self.rng.between(3_000, 8_000);
+            }
+            self.step()?;
+        }
+        self.finish()
+    }
+
+    /// One tick: messages due, ticks, client load, checks.
+    fn step(&mut self) -> Result<(), String> {
+        let end = self.now + TICK_MS;
+        while let Some(t) = self.net.next_at().filter(|t| *t < end) {
+            self.now = self.now.max(t);
+            while let Some(env) = self.net.pop_due(self.now) {
+                self.deliver(env)?;
+            }
+        }
+        self.now = end;
+        for i in 0..self.members.len() {
+            if self.acting(i) {
+                self.members[i].tick(at(self.base, self.now), self.now);
+                self.flush(i)?;
+            }
+        }
+        if self.now < RUN_MS {
+            self.load()?;
+        }
+        self.check_one_primary()
+    }
+
+    fn acting(&self, i: usize) -> bool {
+        !self.crashed[i] && self.frozen_until[i] <= self.now
+    }
+
+    fn deliver(&mut self, env: Envelope) -> Result<(), String> {
+        if self.crashed[env.to] {
+            return Ok(());
+        }
+        let from = member::raft_id(env.from);
+        self.members[env.to].receive(from, env.msg, at(self.base, self.now));
+        self.flush(env.to)
+    }
+
+    /// Sends what member `i` queued and checks what it reported.
+    fn flush(&mut self, i: usize) -> Result<(), String> {
+        let out = std::mem::take(&mut self.members[i].outbox);
+        for (to, msg) in out {
+            let targets: Vec<usize> = if to == 0 {
+                (0..self.members.len()).filter(|j| *j != i).collect()
+            } else {
+                (0..self.members.len()).filter(|j| member::raft_id(*j) == to).collect()
+            };
+            for j in targets {
+                let held = self.frozen_until[j];
+                self.net.send(&mut self.rng, self.now, Envelope { from: i, to: j, msg: msg.clone() }, held)?;
+            }
+        }
+        let notes = std::mem::take(&mut self.members[i].notes);
+        for note in notes {
+            self.on_note(i, note)?;
+        }
+        let backlog = self.members[i].backlog;
+        if backlog > member::FC_UPPER + 4 * 256 {
+            return Err(format!("node{}'s backlog {} is past what flow control bounds", i + 1, backlog));
+        }
+        Ok(())
+    }
+
+    fn on_note(&mut self, i: usize, note: Note) -> Result<(), String> {
+        match &note {
+            Note::Ordered { seqno, origin, token, pass, .. } if *origin == self.members[i].info.id => {
+                if self.waiting[i].remove(token).is_some() && *pass {
+                    self.check.ack(*seqno, *origin, *token);
+                }
+            }
+            Note::Rejoining | Note::NonPrimary => self.waiting[i].clear(),
+            _ => {}
+        }
+        if self.trace && !matches!(note, Note::Ordered { .. }) {
+            eprintln!("{:>6} ms node{}: {:?}", self.now, i + 1, note);
+        }
+        self.check.note(i, note)
+    }
+
+    /// Clients on primary members send writesets of one to three rows.
+    fn load(&mut self) -> Result<(), String> {
+        for i in 0..self.members.len() {
+            let now = self.now;
+            self.waiting[i].retain(|_, sent| now - *sent < CLIENT_TIMEOUT_MS);
+            if !self.acting(i) || self.waiting[i].len() >= CLIENTS || !self.rng.chance(60) {
+                continue;
+            }
+            let token = self.next_token;
+            self.next_token += 1;
+            let ws = self.writeset(i, token);
+            if self.members[i].propose(token, &ws, at(self.base, self.now)) {
+                self.waiting[i].insert(token, self.now);
+            }
+            self.flush(i)?;
+        }
+        Ok(())
+    }
+
+    fn writeset(&mut self, i: usize, token: u64) -> WriteSet {
+        let kinds = [KeyKind::Update, KeyKind::Exclusive, KeyKind::Shared, KeyKind::Reference];
+        let mut rows: Vec<u64> = Vec::new();
+        for _ in 0..self.rng.between(1, 3) {
+            let r = self.rng.below(ROWS);
+            if !rows.contains(&r) {
+                rows.push(r);
+            }
+        }
+        let keys = rows
+            .iter()
+            .map(|r| Key { kind: kinds[self.rng.below(4) as usize], parts: vec![b"db".to_vec(), b"t".to_vec(), r.to_string().into_bytes()] })
+            .collect();
+        let m = &self.members[i];
+        WriteSet::new(flags::TRX_START | flags::TRX_END, m.info.id, token, i as u64, m.position(), keys, Bytes::new())
+    }
+
+    /// Starts a fault; how long it lasts. At most one at a time, and never
+    /// on more than a minority, so a majority always survives.
+    fn inject(&mut self) -> (Fault, u64) {
+        let n = self.members.len();
+        let live: Vec<usize> = (0..n).filter(|i| !self.crashed[*i]).collect();
+        let victim = live[self.rng.below(live.len() as u64) as usize];
+        let lasts = self.rng.between(1_000, 10_000);
+        let fault = match self.rng.below(4) {
+            0 => Fault::None,
+            1 => Fault::Partition,
+            2 => Fault::Freeze,
+            _ if live.len() == n => Fault::Crash,
+            _ => Fault::None,
+        };
+        match fault {
+            Fault::Partition => {
+                let minority = (n - 1) / 2;
+                let cut = 1 + self.rng.below(minority as u64) as usize;
+                let mut side = vec![0u8; n];
+                for k in 0..cut {
+                    side[(victim + k) % n] = 1;
+                }
+                self.net.side = side;
+                self.partition_since = Some(self.now);
+            }
+            Fault::Freeze => self.frozen_until[victim] = self.now + lasts,
+            Fault::Crash => self.crashed[victim] = true,
+            Fault::None => {}
+        }
+        let what = format!("{} ms: {:?} node{} for {} ms", self.now, fault, victim + 1, lasts);
+        if self.trace {
+            eprintln!("{}", what);
+        }
+        self.faults.push(what);
+        (fault, lasts)
+    }
+
+    fn heal(&mut self, fault: Fault) {
+        match fault {
+            Fault::Partition => {
+                self.net.side = vec![0; self.members.len()];
+                self.partition_since = None;
+            }
+            // A crashed member comes back as a new node that joins (its
+            // old self is evicted meanwhile).
+            Fault::Crash => {
+                let i = self.members.len();
+                let election = 10 + self.rng.below(10) as usize;
+                self.members.push(Member::new(i, election, self.rng.between(2, 8) as usize, false));
+                self.frozen_until.push(0);
+                self.crashed.push(false);
+                self.waiting.push(HashMap::new());
+                self.net.side.push(0);
+            }
+            Fault::Freeze => {
+                for until in &mut self.frozen_until {
+                    *until = (*until).min(self.now);
+                }
+            }
+            Fault::None => {}
+        }
+        if self.trace {
+            eprintln!("{} ms: healed {:?}", self.now, fault);
+        }
+    }
+
+    /// No two primary components once a partition has settled.
+    fn check_one_primary(&self) -> Result<(), String> {
+        let Some(since) = self.partition_since else { return Ok(()) };
+        if self.now < since + SPLIT_SETTLED_MS {
+            return Ok(());
+        }
+        let sides: Vec<u8> = (0..self.members.len())
+            .filter(|i| self.acting(*i) && self.members[*i].is_primary())
+            .map(|i| self.net.side[i])
+            .collect();
+        if sides.windows(2).any(|w| w[0] != w[1]) {
+            return Err(format!("two primary components {} ms into a partition", self.now - since));
+        }
+        Ok(())
+    }
+
+    /// After the settle time. Safety: the leader's sequence holds every
+    /// acknowledged writeset. Liveness (reported, see `Summary::stuck`):
+    /// every node up is a primary member of the final view at the
+    /// leader's position.
+    fn finish(&mut self) -> Result<Vec<String>, String> {
+        let survivors: Vec<usize> = (0..self.members.len()).filter(|i| !self.crashed[*i]).collect();
+        let leader = survivors.iter().copied().find(|i| self.members[*i].is_leader() && self.members[*i].is_primary());
+        let Some(leader) = leader else { return Ok(vec!["no primary leader after the cluster settled".into()]) };
+        let top = self.members[leader].position();
+        self.check.durable(&[(leader, top)])?;
+        let view: Vec<Uuid> = self.members[leader].state.members().iter().map(|m| m.info.id).collect();
+        let mut stuck = Vec::new();
+        for i in survivors {
+            let m = &self.members[i];
+            if !view.contains(&m.info.id) {
+                stuck.push(format!("node{} is up but not in the final view", i + 1));
+            } else if !m.is_primary() || m.position() != top {
+                stuck.push(format!("node{} is at {} (primary: {}), the leader at {}", i + 1, m.position(), m.is_primary(), top));
+            }
+        }
+        Ok(stuck)
+    }
+}

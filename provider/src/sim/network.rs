@@ -1,0 +1,107 @@
+//! The simulated links: every message is delivered after a seeded delay,
+//! in order per link (the transport is TCP), unless a partition separates
+//! its ends or the link drops it (a reset). A frozen member's messages wait
+//! in its links until it is thawed, as in a real socket buffer.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use raft::prelude::Message;
+
+use super::rng::Rng;
+use crate::group::{MemberInfo, Signal};
+
+/// Bounds the in-flight messages: a run that grows past this has a
+/// runaway (a message storm), which is a finding in itself.
+pub const MAX_IN_FLIGHT: usize = 200_000;
+
+#[derive(Clone, Debug)]
+pub enum Msg {
+    Raft(Message),
+    /// A member asks to be taken in (the join request).
+    Join(MemberInfo),
+    /// "You were removed at this log index" (KIND_LEFT).
+    Left(u64),
+    Flow(Signal),
+}
+
+pub struct Envelope {
+    pub from: usize,
+    pub to: usize,
+    pub msg: Msg,
+}
+
+pub struct Network {
+    queue: BinaryHeap<Reverse<(u64, u64)>>,
+    in_flight: HashMap<u64, Envelope>,
+    sent: u64,
+    /// Last delivery time per link, to keep each link in order.
+    link_clock: HashMap<(usize, usize), u64>,
+    /// Side of the current partition per member (all 0: none).
+    pub side: Vec<u8>,
+    /// Percent of messages a link drops.
+    pub drop_percent: u64,
+    /// Delay bounds in ms.
+    pub delay: (u64, u64),
+}
+
+impl Network {
+    pub fn new(drop_percent: u64, delay: (u64, u64)) -> Network {
+        Network {
+            queue: BinaryHeap::new(),
+            in_flight: HashMap::new(),
+            sent: 0,
+            link_clock: HashMap::new(),
+            side: Vec::new(),
+            drop_percent,
+            delay,
+        }
+    }
+
+    pub fn connected(&self, a: usize, b: usize) -> bool {
+        self.side.get(a).copied().unwrap_or(0) == self.side.get(b).copied().unwrap_or(0)
+    }
+
+    /// Queues `env` sent at `now`; `held_until` is when its recipient
+    /// thaws (0: it is not frozen).
+    pub fn send(&mut self, rng: &mut Rng, now: u64, env: Envelope, held_until: u64) -> Result<(), String> {
+        if !self.connected(env.from, env.to) || rng.chance(self.drop_percent) {
+            return Ok(());
+        }
+        if self.in_flight.len() >= MAX_IN_FLIGHT {
+            return Err(format!("more than {} messages in flight", MAX_IN_FLIGHT));
+        }
+        let link = self.link_clock.entry((env.from, env.to)).or_insert(0);
+        let at = (now + rng.between(self.delay.0, self.delay.1)).max(*link).max(held_until);
+        *link = at;
+        self.sent += 1;
+        self.queue.push(Reverse((at, self.sent)));
+        self.in_flight.insert(self.sent, env);
+        Ok(())
+    }
+
+    /// When the next message is due.
+    pub fn next_at(&self) -> Option<u64> {
+        self.queue.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// The next message due by `now`, unless a partition now separates
+    /// its ends (then it is lost, and the next one is looked at).
+    pub fn pop_due(&mut self, now: u64) -> Option<Envelope> {
+        while let Some(Reverse((at, id))) = self.queue.peek().copied() {
+            if at > now {
+                return None;
+            }
+            self.queue.pop();
+            let env = self.in_flight.remove(&id).expect("queued messages are in flight");
+            if self.connected(env.from, env.to) {
+                return Some(env);
+            }
+        }
+        None
+    }
+
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+}
