@@ -511,30 +511,7 @@ impl Driver {
     }
 
     fn on_ready(&mut self) {
-        if !self.raw.has_ready() {
-            return;
-        }
-        let mut ready = self.raw.ready();
-        self.send(ready.take_messages());
-        if !ready.snapshot().is_empty() {
-            self.restore(ready.snapshot().clone());
-        }
-        self.apply(ready.take_committed_entries());
-        self.take_read_states(ready.take_read_states());
-        if !ready.entries().is_empty() {
-            self.raw.store().append(ready.entries()).expect("append to the in-memory log");
-        }
-        if let Some(hs) = ready.hs() {
-            self.raw.store().set_hardstate(hs.clone());
-        }
-        self.send(ready.take_persisted_messages());
-        let mut light = self.raw.advance(ready);
-        if let Some(commit) = light.commit_index() {
-            self.raw.store().set_commit(commit);
-        }
-        self.send(light.take_messages());
-        self.apply(light.take_committed_entries());
-        self.raw.advance_apply();
+        super::ready::hand_off(self);
     }
 
     fn send(&mut self, msgs: Vec<Message>) {
@@ -944,4 +921,26 @@ pub fn split_snapshot(data: &[u8]) -> Option<(&[u8], &[u8])> {
     let len = u32::from_le_bytes(data.get(..4)?.try_into().ok()?) as usize;
     let group = data.get(4..4 + len)?;
     Some((group, &data[4 + len..]))
+}
+
+impl super::ready::ReadyHandler for Driver {
+    fn raw(&mut self) -> &mut RawNode<GroupLog> {
+        &mut self.raw
+    }
+
+    fn send(&mut self, msgs: Vec<Message>) {
+        Driver::send(self, msgs)
+    }
+
+    fn restore(&mut self, snap: Snapshot) {
+        Driver::restore(self, snap)
+    }
+
+    fn apply(&mut self, entries: Vec<RaftEntry>) {
+        Driver::apply(self, entries)
+    }
+
+    fn read_states(&mut self, states: Vec<raft::ReadState>) {
+        self.take_read_states(states)
+    }
 }

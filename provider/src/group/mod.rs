@@ -15,6 +15,7 @@ mod log;
 mod membership;
 mod proposals;
 pub mod quorum;
+pub mod ready;
 pub mod recovery;
 mod raft_log;
 pub mod state;

@@ -332,29 +332,7 @@ impl Member {
     }
 
     fn on_ready(&mut self) {
-        if !self.raw.has_ready() {
-            return;
-        }
-        let mut ready = self.raw.ready();
-        self.send(ready.take_messages());
-        if !ready.snapshot().is_empty() {
-            self.restore(ready.snapshot().clone());
-        }
-        self.apply(ready.take_committed_entries());
-        if !ready.entries().is_empty() {
-            self.raw.store().append(ready.entries()).expect("append to the in-memory log");
-        }
-        if let Some(hs) = ready.hs() {
-            self.raw.store().set_hardstate(hs.clone());
-        }
-        self.send(ready.take_persisted_messages());
-        let mut light = self.raw.advance(ready);
-        if let Some(commit) = light.commit_index() {
-            self.raw.store().set_commit(commit);
-        }
-        self.send(light.take_messages());
-        self.apply(light.take_committed_entries());
-        self.raw.advance_apply();
+        group::ready::hand_off(self);
         self.maybe_snapshot();
         if let Some(index) = self.removed_at.take() {
             self.on_removed_notice(index);
@@ -484,4 +462,22 @@ impl Member {
 
 pub fn at(base: Instant, ms: u64) -> Instant {
     base + Duration::from_millis(ms)
+}
+
+impl group::ready::ReadyHandler for Member {
+    fn raw(&mut self) -> &mut RawNode<GroupLog> {
+        &mut self.raw
+    }
+
+    fn send(&mut self, msgs: Vec<Message>) {
+        Member::send(self, msgs)
+    }
+
+    fn restore(&mut self, snap: Snapshot) {
+        Member::restore(self, snap)
+    }
+
+    fn apply(&mut self, entries: Vec<raft::prelude::Entry>) {
+        Member::apply(self, entries)
+    }
 }

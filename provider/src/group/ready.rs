@@ -1,0 +1,47 @@
+//! raft-rs's `Ready` hand-off, in the order raft-rs requires: one
+//! implementation for the driver and the simulator, so that the simulator
+//! tests the sequence the driver runs.
+
+use raft::prelude::{Entry, Message, Snapshot};
+use raft::{RawNode, ReadState};
+
+use super::GroupLog;
+
+/// What a member does with each part of a `Ready`.
+pub trait ReadyHandler {
+    fn raw(&mut self) -> &mut RawNode<GroupLog>;
+    fn send(&mut self, msgs: Vec<Message>);
+    /// A leader's snapshot replaces the member's state.
+    fn restore(&mut self, snap: Snapshot);
+    /// Committed entries, in order.
+    fn apply(&mut self, entries: Vec<Entry>);
+    fn read_states(&mut self, _states: Vec<ReadState>) {}
+}
+
+/// Processes one `Ready`, if raft-rs has one.
+pub fn hand_off(h: &mut impl ReadyHandler) {
+    if !h.raw().has_ready() {
+        return;
+    }
+    let mut ready = h.raw().ready();
+    h.send(ready.take_messages());
+    if !ready.snapshot().is_empty() {
+        h.restore(ready.snapshot().clone());
+    }
+    h.apply(ready.take_committed_entries());
+    h.read_states(ready.take_read_states());
+    if !ready.entries().is_empty() {
+        h.raw().store().append(ready.entries()).expect("append to the in-memory log");
+    }
+    if let Some(hs) = ready.hs() {
+        h.raw().store().set_hardstate(hs.clone());
+    }
+    h.send(ready.take_persisted_messages());
+    let mut light = h.raw().advance(ready);
+    if let Some(commit) = light.commit_index() {
+        h.raw().store().set_commit(commit);
+    }
+    h.send(light.take_messages());
+    h.apply(light.take_committed_entries());
+    h.raw().advance_apply();
+}
