@@ -335,19 +335,20 @@ impl Shared {
     /// joined or synced member throttles the group: a donor or desynced
     /// node may fall behind (Galera's default, gcs.sync_donor=no).
     pub(super) fn check_flow(&self) {
-        let requested = self.fc_requested.load(Ordering::Relaxed);
+        let mut requested = self.fc_requested.lock().unwrap_or_else(|e| e.into_inner());
         let len = self.queue.len();
         let (lower, upper) = self.fc_limits_cached();
-        if !requested && len > upper && self.flow_eligible() {
-            if !self.fc_requested.swap(true, Ordering::SeqCst) {
-                if let Some(g) = self.group() {
-                    g.flow(crate::group::Signal::Stop);
-                }
-            }
-        } else if requested && (len <= lower || !self.flow_eligible()) && self.fc_requested.swap(false, Ordering::SeqCst) {
-            if let Some(g) = self.group() {
-                g.flow(crate::group::Signal::Cont);
-            }
+        let signal = if !*requested && len > upper && self.flow_eligible() {
+            crate::group::Signal::Stop
+        } else if *requested && (len <= lower || !self.flow_eligible()) {
+            crate::group::Signal::Cont
+        } else {
+            return;
+        };
+        *requested = signal == crate::group::Signal::Stop;
+        // Still under the lock: signals reach the group in decision order.
+        if let Some(g) = self.group() {
+            g.flow(signal);
         }
     }
 

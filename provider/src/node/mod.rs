@@ -137,8 +137,11 @@ pub struct Shared {
     /// This connection has seen a view it is a member of: before that,
     /// ordered writesets belong to the state a joiner receives.
     in_view: std::sync::atomic::AtomicBool,
-    /// This node asked the group to stop (flow control).
-    fc_requested: std::sync::atomic::AtomicBool,
+    /// This node asked the group to stop (flow control). A lock, not an
+    /// atomic: the decision and the signal it sends must be one step, or
+    /// a pusher's STOP could reach the group after a popper's later CONT
+    /// and hold every member paused with nothing left to lift it.
+    fc_requested: Mutex<bool>,
     /// Flow-control limits (lower << 32 | upper), refreshed on views and
     /// option changes.
     fc_cached_limits: AtomicU64,
