@@ -76,6 +76,7 @@ impl Shared {
         self.in_view.store(false, std::sync::atomic::Ordering::SeqCst);
         self.entered_at.store(SEQNO_UNDEFINED, std::sync::atomic::Ordering::SeqCst);
         *self.joined_from.lock().unwrap_or_else(|e| e.into_inner()) = self.last_committed();
+        self.drain_to.store(SEQNO_UNDEFINED, std::sync::atomic::Ordering::SeqCst);
         let me = {
             let mut me = self.me.write().unwrap_or_else(|e| e.into_inner());
             me.id = Uuid::random();

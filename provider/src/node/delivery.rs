@@ -107,11 +107,13 @@ impl Shared {
         // appliers' queue and will commit: the gap starts after it. (From
         // what has committed so far, a node thawed with a full queue would
         // be sent those seqnos again and apply them twice.)
-        let from = if self.in_view.swap(false, Ordering::SeqCst) {
-            Gtid::new(self.history(), self.last_ordered.load(Ordering::SeqCst))
+        let (from, held) = if self.in_view.swap(false, Ordering::SeqCst) {
+            let ordered = self.last_ordered.load(Ordering::SeqCst);
+            (Gtid::new(self.history(), ordered), ordered)
         } else {
-            self.last_committed()
+            (self.last_committed(), SEQNO_UNDEFINED)
         };
+        self.drain_to.store(held, Ordering::SeqCst);
         self.entered_at.store(SEQNO_UNDEFINED, Ordering::SeqCst);
         // The group's log is replayed from its start or a snapshot: the
         // index is rebuilt from there, as on every other member.

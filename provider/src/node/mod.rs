@@ -153,6 +153,11 @@ pub struct Shared {
     /// What the data held when this connection began: where a joiner's
     /// IST starts.
     joined_from: Mutex<Gtid>,
+    /// On a rejoin from a view this node was in: the last seqno it had
+    /// handed to its appliers, which must commit before the IST installs
+    /// what follows. Undefined on a fresh connection (its appliers hold
+    /// nothing, and its monitors start wherever the log replay put them).
+    drain_to: AtomicI64,
     /// The seqno this connection entered the group at: later seqnos reach
     /// it live, earlier ones belong to its state transfer.
     entered_at: AtomicI64,
@@ -233,6 +238,7 @@ impl Node {
             ist: Default::default(),
             ist_cv: Condvar::new(),
             joined_from: Mutex::new(Gtid::UNDEFINED),
+            drain_to: AtomicI64::new(SEQNO_UNDEFINED),
             entered_at: AtomicI64::new(SEQNO_UNDEFINED),
         };
         Node { shared: Arc::new(shared) }

@@ -87,14 +87,14 @@ impl Shared {
     fn caught_up_running(&self, ctx: RecvCtx, own: Gtid, view: &View) -> bool {
         // The seqnos this node was given before it left are still being
         // applied by the other appliers: the IST continues after them.
+        let held = self.drain_to.load(std::sync::atomic::Ordering::SeqCst);
         let deadline = Instant::now() + DRAIN_TIMEOUT;
-        if !self.apply.wait_left(own.seqno, Some(deadline)) {
-            // Seen in mtr's galera_evs_suspect_timeout (apply monitor at 0
-            // on a second rejoin; not understood yet): go on as before
-            // this wait existed rather than stop the node.
-            log::info!(
+        if held >= 0 && !self.apply.wait_left(held, Some(deadline)) {
+            // A stuck applier: installing the state anyway keeps the node
+            // going (its appliers fail on their own if that is fatal).
+            log::warning!(
                 "seqnos up to {} not committed within {:?} (apply monitor at {}); installing the state anyway",
-                own.seqno,
+                held,
                 DRAIN_TIMEOUT,
                 self.apply.last_left()
             );
