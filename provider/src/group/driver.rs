@@ -413,7 +413,7 @@ impl Driver {
                     // old group's members must not pull it back into their
                     // terms.
                     if self.state.member(self.me.id).is_some() && !self.peers.contains(&from) {
-                        return;
+                        return log::debug!("dropping a {:?} from {:x}: not a member of this group", m.get_msg_type(), from);
                     }
                     if !super::step::accepts(&m, self.raw.raft.raft_log.last_index()) {
                         return log::debug!("dropping a stale {:?} from {:x} (commit {})", m.get_msg_type(), from, m.commit);
@@ -596,6 +596,7 @@ impl Driver {
         }
         match Membership::decode(cc.get_context()) {
             Ok(m) => {
+                log::debug!("applying membership {:?} at index {} (stale until {}, member now: {})", m, index, self.stale_until, self.state.member(self.me.id).is_some());
                 if let Membership::Add { member } = &m {
                     self.raw.store().note_added(member.id.raft_id(), index);
                 }
@@ -746,7 +747,11 @@ impl Driver {
             return log::warning!("pc.bootstrap ignored: this node is not in a non-primary component");
         }
         let id = self.me.id.raft_id();
-        match raft_node(id, vec![id]) {
+        // The new log numbers on from everything this member holds of the
+        // old one (see GroupLog::continuing).
+        let (last, term) = (self.raw.raft.raft_log.last_index(), self.raw.raft.term);
+        let log = GroupLog::continuing(id, last.max(self.applying), term);
+        match log.and_then(|log| RawNode::new(&raft_config(id), log, &super::raft_log::logger())) {
             Ok(raw) => self.raw = raw,
             Err(e) => return log::error!("pc.bootstrap: cannot start a new raft group: {}", e),
         }
@@ -754,8 +759,9 @@ impl Driver {
         // The others are out of this component: told so if they call, they
         // join it again.
         let others: Vec<Uuid> = self.state.members().iter().map(|m| m.info.id).filter(|id| *id != self.me.id).collect();
+        let at = self.raw.raft.raft_log.last_index();
         for id in others {
-            self.remember_removed(id, 0);
+            self.remember_removed(id, at);
         }
         self.bootstrap = Some((self.state.history(), self.state.seqno()));
         self.state.reform();

@@ -33,6 +33,27 @@ impl GroupLog {
         GroupLog { mem, snapshot: RefCell::new(None), wanted: Cell::new(false), added_at: RefCell::new(HashMap::new()) }
     }
 
+    /// A log of `voter` alone that continues another's numbering after
+    /// `index` (`pc.bootstrap`: a new group on the same history). Log
+    /// indices never go back within a history, so an index a member heard
+    /// about the old group (its removal) cannot be taken for one of the
+    /// new group. A joiner gets a snapshot for what lies before.
+    pub fn continuing(voter: u64, index: u64, term: u64) -> raft::Result<GroupLog> {
+        let log = GroupLog::new(vec![]);
+        if index > 0 {
+            let mut snap = Snapshot::default();
+            let md = snap.mut_metadata();
+            md.index = index;
+            md.term = term;
+            md.set_conf_state(ConfState::from((vec![voter], vec![])));
+            // Metadata only: the driver makes the first real snapshot.
+            log.mem.wl().apply_snapshot(snap)?;
+        } else {
+            log.mem.wl().set_conf_state(ConfState::from((vec![voter], vec![])));
+        }
+        Ok(log)
+    }
+
     /// Whether raft-rs asked for a snapshot since the last one was made.
     pub fn snapshot_wanted(&self) -> bool {
         self.wanted.get()
@@ -158,5 +179,23 @@ mod tests {
         assert!(log.snapshot_wanted(), "a newer snapshot must be made");
         log.note_added(2, 8);
         assert_eq!(log.snapshot(0, 2).unwrap().get_metadata().index, 10);
+    }
+
+    #[test]
+    fn a_new_group_continues_the_old_numbering() {
+        let log = GroupLog::continuing(7, 21, 3).unwrap();
+        assert_eq!(log.first_index().unwrap(), 22);
+        assert_eq!(log.last_index().unwrap(), 21);
+        let state = log.initial_state().unwrap();
+        assert_eq!(state.hard_state.term, 3);
+        assert_eq!(state.conf_state.get_voters(), &[7]);
+        // No snapshot to serve yet: the driver must make one first.
+        assert!(log.snapshot(0, 8).is_err());
+        assert!(log.snapshot_wanted());
+        let mut raw = raft::RawNode::new(&super::super::raft_config(7), log, &super::super::raft_log::logger()).unwrap();
+        raw.campaign().unwrap();
+        assert_eq!(raw.raft.state, raft::StateRole::Leader);
+        assert!(raw.raft.term > 3, "the new group's terms follow the old one's");
+        assert_eq!(raw.raft.raft_log.last_index(), 22, "the leader's first entry comes after the old log");
     }
 }
