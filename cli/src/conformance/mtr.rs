@@ -88,15 +88,42 @@ impl Invocation {
             .collect::<Vec<_>>()
             .join(" ");
         Ok(format!(
-            "cd {MTR_DIR} && WSREP_PROVIDER={} perl {args}",
-            quote(&self.provider.to_string_lossy())
+            "cd {MTR_DIR} && WSREP_PROVIDER={} MTR_BINDIR_FORCED={} perl {args}",
+            quote(&self.provider.to_string_lossy()),
+            quote(&self.mysqld_dir().to_string_lossy())
         ))
+    }
+
+    /// Where the `mariadbd` wrapper lives (see `install_mysqld_wrapper`):
+    /// beside the vardir, which mtr wipes at start.
+    pub fn mysqld_dir(&self) -> PathBuf {
+        self.vardir.with_file_name("mysqld-bin")
     }
 
     /// Longest we wait for mtr: its own suite timeout plus a margin.
     pub fn deadline(&self) -> Duration {
         Duration::from_secs(u64::from(self.suite_timeout_min) * 60) + DEADLINE_MARGIN
     }
+}
+
+/// mtr starts its servers with --user=root when run as root, but tests
+/// that run `$MYSQLD --wsrep-recover` themselves (galera_pc_recovery,
+/// galera_gcache_recover, ...) do not, and mariadbd refuses to run as root
+/// without it: the step fails with Galera as with lockstep. mtr finds
+/// mariadbd under MTR_BINDIR_FORCED first (and exports that path as
+/// $MYSQLD), so a wrapper there adds --user=root for root only. mtr drops
+/// the variable at a test's first restart; $MYSQLD keeps the wrapper.
+fn install_mysqld_wrapper(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let sbin = dir.join("sbin");
+    std::fs::create_dir_all(&sbin)?;
+    let path = sbin.join("mariadbd");
+    let script = "#!/bin/sh\n\
+        # Written by lockstep conformance: mariadbd refuses root without --user.\n\
+        if [ \"$(id -u)\" = 0 ]; then exec /usr/sbin/mariadbd \"$@\" --user=root; fi\n\
+        exec /usr/sbin/mariadbd \"$@\"\n";
+    std::fs::write(&path, script)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
 }
 
 fn quote(arg: &str) -> String {
@@ -122,10 +149,12 @@ pub enum Ending {
 pub fn run(inv: &Invocation, log: &Path, mut on_line: impl FnMut(&str)) -> io::Result<Ending> {
     let mut log = File::create(log)?;
     writeln!(log, "# {}", inv.shell_line().map_err(io::Error::other)?)?;
+    install_mysqld_wrapper(&inv.mysqld_dir())?;
     let mut child = Command::new("perl")
         .args(inv.args().map_err(io::Error::other)?)
         .current_dir(MTR_DIR)
         .env("WSREP_PROVIDER", &inv.provider)
+        .env("MTR_BINDIR_FORCED", inv.mysqld_dir())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
