@@ -3,6 +3,8 @@
 //! `LOCKSTEP_SIM_SEEDS=N` sets how many seeds run (default 2000, from
 //! `LOCKSTEP_SIM_FIRST`, default 1); `LOCKSTEP_SIM_SEED=S` runs seed S
 //! alone and prints its schedule, which is how a failing seed reproduces.
+//! Liveness findings: `LOCKSTEP_SIM_SHOW=N` lists up to N (default 10),
+//! `LOCKSTEP_SIM_DEBUG=1` prints each stuck member's Raft state.
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().map(|v| v.parse().unwrap_or_else(|_| panic!("{name} must be a number")))
@@ -48,7 +50,7 @@ fn seeded_schedules_keep_every_invariant() {
     );
     // Liveness findings do not fail the run (see src/sim): they are
     // listed so that they are seen, and counted.
-    eprintln!("simulation: {} seeds ended with a member not caught up (liveness){}", stuck.len(), if stuck.is_empty() { String::new() } else { format!(":\n  {}", stuck.iter().take(10).cloned().collect::<Vec<_>>().join("\n  ")) });
+    eprintln!("simulation: {} seeds ended with a member not caught up (liveness){}", stuck.len(), if stuck.is_empty() { String::new() } else { format!(":\n  {}", stuck.iter().take(env_u64("LOCKSTEP_SIM_SHOW").unwrap_or(10) as usize).cloned().collect::<Vec<_>>().join("\n  ")) });
     assert!(
         failed.is_empty(),
         "{} of {} seeds failed; reproduce one with LOCKSTEP_SIM_SEED=<seed> cargo test --release -p lockstep-provider --test simulation -- --nocapture\n{}",

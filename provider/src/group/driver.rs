@@ -72,6 +72,9 @@ pub(super) const KIND_FLOW: u8 = 3;
 pub(super) const KIND_LEFT: u8 = 4;
 /// A chunk of an incremental state transfer, donor to joiner.
 pub(super) const KIND_IST: u8 = 5;
+/// "Am I still one of you?": a non-primary member's call; a member that
+/// removed it answers with KIND_LEFT (see `Quorum::probe_due`).
+pub(super) const KIND_PROBE: u8 = 6;
 
 /// How long a departed member stays reachable, so that the notice of its
 /// removal gets through before its link is dropped.
@@ -153,6 +156,7 @@ pub(super) struct Driver {
     /// ordered, when we last fenced.
     last_own_delivery: Instant,
     last_fence: Instant,
+    snapshots: super::snapshot_watch::SnapshotWatch,
     fc: FlowControl,
     flow: Arc<FlowGate>,
     /// Members the transport is asked to keep links to.
@@ -239,6 +243,7 @@ impl Driver {
             retries: Vec::new(),
             last_own_delivery: now,
             last_fence: now,
+            snapshots: Default::default(),
             fc: FlowControl::default(),
             flow,
             peers: Default::default(),
@@ -424,6 +429,7 @@ impl Driver {
             },
             Inbound::Frame { kind: KIND_JOIN, payload, .. } => self.on_join_request(&payload),
             Inbound::Frame { kind: KIND_IST, payload, .. } => self.delivery.transfer(payload),
+            Inbound::Frame { kind: KIND_PROBE, from, .. } => self.tell_if_removed(from),
             Inbound::Frame { kind: KIND_LEFT, payload, .. } => {
                 if let Some(index) = super::membership::removed_notice_for(&payload, self.me.id) {
                     self.on_removed_notice(index);
@@ -451,6 +457,11 @@ impl Driver {
         for (id, _) in due {
             if !self.peers.contains(&id) {
                 self.net.forget(id);
+            }
+        }
+        if self.raw.raft.state == StateRole::Leader {
+            for id in self.snapshots.check(&mut self.raw, now) {
+                log::info!("no answer to the snapshot sent to member {:x} within {:?}: sending it again", id, super::snapshot_watch::LOST_AFTER);
             }
         }
         self.joining_tick();
@@ -726,8 +737,14 @@ impl Driver {
         if !member || self.joining.is_some() || self.leaving.is_some() || self.removed {
             return;
         }
-        let leader = self.raw.raft.leader_id != raft::INVALID_ID;
-        match self.quorum.observe(leader, Instant::now(), self.liveness.timeouts.suspect) {
+        let now = Instant::now();
+        let leader = super::quorum::has_leader(self.raw.raft.leader_id, self.me.id.raft_id(), |id| self.liveness.is_recent(id, now));
+        if self.quorum.probe_due(now) {
+            for id in &self.peers {
+                self.net.send(*id, KIND_PROBE, Bytes::new());
+            }
+        }
+        match self.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
             Some(Change::Lost) => self.lose_primary_or_ignore(),
             Some(Change::AskRejoin) => {
                 log::info!("a leader is known again (member {:x}); asking the group for a primary view", self.raw.raft.leader_id);

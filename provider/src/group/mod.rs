@@ -18,6 +18,7 @@ pub mod quorum;
 pub mod ready;
 pub mod recovery;
 mod raft_log;
+pub mod snapshot_watch;
 pub mod state;
 pub mod step;
 

@@ -34,6 +34,14 @@ impl Policy {
     }
 }
 
+/// Whether this member has a leader: raft-rs knows one (`leader`, 0 for
+/// none) and it is this member or was heard from lately. A learner never
+/// campaigns, so raft-rs keeps naming a leader that went silent (or that
+/// removed it while it was stopped); only hearing from it tells.
+pub fn has_leader(leader: u64, me: u64, heard_lately: impl Fn(u64) -> bool) -> bool {
+    leader != raft::INVALID_ID && (leader == me || heard_lately(leader))
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Primary,
@@ -46,6 +54,7 @@ enum Phase {
 #[derive(Debug)]
 pub struct Quorum {
     phase: Phase,
+    last_probe: Option<Instant>,
 }
 
 /// What the driver must do.
@@ -59,7 +68,7 @@ pub enum Change {
 
 impl Default for Quorum {
     fn default() -> Quorum {
-        Quorum { phase: Phase::Primary }
+        Quorum { phase: Phase::Primary, last_probe: None }
     }
 }
 
@@ -68,6 +77,8 @@ impl Quorum {
     /// of 50 ms, and a member must not flap through non-primary while the
     /// majority elects a new leader.
     pub const MIN_GRACE: Duration = Duration::from_secs(2);
+    /// How often a non-primary member calls its peers (see `probe_due`).
+    pub const PROBE_EVERY: Duration = Duration::from_secs(1);
 
     pub fn is_primary(&self) -> bool {
         !matches!(self.phase, Phase::NonPrimary { .. })
@@ -96,6 +107,18 @@ impl Quorum {
         None
     }
 
+    /// Whether a non-primary member should call its peers now. A member
+    /// the group removed while it was stopped may send nothing a member
+    /// answers (a learner never campaigns): the call makes them tell it
+    /// it was removed, and it joins again.
+    pub fn probe_due(&mut self, now: Instant) -> bool {
+        let due = !self.is_primary() && self.last_probe.is_none_or(|t| now.saturating_duration_since(t) >= Self::PROBE_EVERY);
+        if due {
+            self.last_probe = Some(now);
+        }
+        due
+    }
+
     /// This member's rejoin was applied: the primary view is delivered.
     pub fn rejoined(&mut self) {
         self.phase = Phase::Primary;
@@ -110,6 +133,19 @@ mod tests {
 
     fn at(t0: Instant, ms: u64) -> Instant {
         t0 + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn only_a_non_primary_member_probes_and_once_a_second() {
+        let (mut q, t0) = (Quorum::default(), Instant::now());
+        assert!(!q.probe_due(t0));
+        q.observe(false, t0, GRACE);
+        q.observe(false, at(t0, 5000), GRACE);
+        assert!(q.probe_due(at(t0, 5000)));
+        assert!(!q.probe_due(at(t0, 5500)));
+        assert!(q.probe_due(at(t0, 6000)));
+        q.rejoined();
+        assert!(!q.probe_due(at(t0, 9000)));
     }
 
     #[test]

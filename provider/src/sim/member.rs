@@ -51,10 +51,11 @@ pub enum Note {
 pub struct Member {
     pub index: usize,
     pub info: MemberInfo,
-    raw: RawNode<GroupLog>,
+    pub(super) raw: RawNode<GroupLog>,
     pub state: GroupState,
     cert: Certification,
     quorum: Quorum,
+    snapshots: crate::group::snapshot_watch::SnapshotWatch,
     liveness: Liveness,
     pub fc: FlowControl,
     pub joining: bool,
@@ -113,6 +114,7 @@ impl Member {
             state: GroupState::new(id),
             cert: Certification::new(if bootstrap { 0 } else { SEQNO_UNDEFINED }),
             quorum: Quorum::default(),
+            snapshots: Default::default(),
             liveness: Liveness::new(Timeouts::default()),
             fc: FlowControl::default(),
             joining: !bootstrap,
@@ -129,6 +131,10 @@ impl Member {
             outbox: Vec::new(),
             notes: Vec::new(),
         }
+    }
+
+    pub fn election_tick(&self) -> usize {
+        self.election_tick
     }
 
     pub fn id(&self) -> u64 {
@@ -199,6 +205,9 @@ impl Member {
 
     fn leader_duties(&mut self, now: Instant) {
         let leader = self.is_leader();
+        if leader {
+            self.snapshots.check(&mut self.raw, now);
+        }
         if leader && !self.was_leader {
             self.liveness.restart(now);
         }
@@ -224,7 +233,10 @@ impl Member {
         if self.joining || self.state.member(self.info.id).is_none() {
             return;
         }
-        let leader = self.raw.raft.leader_id != raft::INVALID_ID;
+        let leader = group::quorum::has_leader(self.raw.raft.leader_id, self.id(), |id| self.liveness.is_recent(id, now));
+        if self.quorum.probe_due(now) {
+            self.broadcast(Msg::Probe);
+        }
         match self.quorum.observe(leader, now, Timeouts::default().suspect) {
             Some(Change::Lost) => self.notes.push(Note::NonPrimary),
             Some(Change::AskRejoin) => {
@@ -282,6 +294,7 @@ impl Member {
             Msg::Raft(m) => self.on_raft(from, m),
             Msg::Join(info) => self.on_join_request(info),
             Msg::Left(index) => self.on_removed_notice(index),
+            Msg::Probe => self.tell_if_removed(from),
             Msg::Flow(signal) => {
                 if self.peers().contains(&from) {
                     self.fc.on_message(from, signal, now);
@@ -291,12 +304,21 @@ impl Member {
         self.on_ready();
     }
 
+    /// A removed member that calls us is told it is out (the driver's
+    /// `tell_if_removed`).
+    fn tell_if_removed(&mut self, from: u64) {
+        if self.peers().contains(&from) {
+            return;
+        }
+        if let Some((_, index)) = self.removed_seen.iter().rev().find(|(id, _)| *id == from) {
+            let index = *index;
+            self.outbox.push((from, Msg::Left(index)));
+        }
+    }
+
     fn on_raft(&mut self, from: u64, m: Message) {
+        self.tell_if_removed(from);
         if !self.peers().contains(&from) {
-            if let Some((_, index)) = self.removed_seen.iter().rev().find(|(id, _)| *id == from) {
-                let index = *index;
-                self.outbox.push((from, Msg::Left(index)));
-            }
             if self.state.member(self.info.id).is_some() {
                 return;
             }

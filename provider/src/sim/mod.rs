@@ -105,6 +105,36 @@ pub fn run(seed: u64, trace: bool) -> Result<Summary, String> {
     })
 }
 
+/// An election timeout (10-19 ticks) no other member has: two members
+/// with the same fixed timeout that start campaigning on the same tick
+/// split the vote again on every term, which real raft-rs's random
+/// timeouts never keep doing.
+fn distinct_election(rng: &mut Rng, members: &[Member]) -> usize {
+    assert!(members.len() < 10, "more members than distinct election timeouts");
+    loop {
+        let election = 10 + rng.below(10) as usize;
+        if members.iter().all(|m| m.election_tick() != election) {
+            return election;
+        }
+    }
+}
+
+/// With LOCKSTEP_SIM_DEBUG set, a liveness finding prints the member's
+/// Raft state (and the leader's view of it), to see where it is stuck.
+fn debug_state(index: usize, m: &Member, leader: Option<&Member>) {
+    if std::env::var_os("LOCKSTEP_SIM_DEBUG").is_none() {
+        return;
+    }
+    let r = &m.raw.raft;
+    eprintln!(
+        "node{}: term {} {:?}, leader {:x}, commit {} of {}, joining {}, primary {}",
+        index + 1, r.term, r.state, r.leader_id, r.raft_log.committed, r.raft_log.last_index(), m.joining, m.is_primary()
+    );
+    if let Some(l) = leader {
+        eprintln!("  the leader's progress for it: {:?}", l.raw.raft.prs().get(r.id));
+    }
+}
+
 impl Sim {
     fn new(seed: u64, trace: bool) -> Sim {
         let mut rng = Rng::new(seed);
@@ -112,7 +142,7 @@ impl Sim {
         let net = Network::new(rng.below(3), (1, rng.between(2, 40)));
         let mut members = Vec::new();
         for i in 0..n {
-            let election = 10 + rng.below(10) as usize;
+            let election = distinct_election(&mut rng, &members);
             let rate = if rng.chance(20) { 1 } else { rng.between(2, 8) as usize };
             members.push(Member::new(i, election, rate, i == 0));
         }
@@ -314,7 +344,7 @@ impl Sim {
             // old self is evicted meanwhile).
             Fault::Crash => {
                 let i = self.members.len();
-                let election = 10 + self.rng.below(10) as usize;
+                let election = distinct_election(&mut self.rng, &self.members);
                 self.members.push(Member::new(i, election, self.rng.between(2, 8) as usize, false));
                 self.frozen_until.push(0);
                 self.crashed.push(false);
@@ -356,7 +386,12 @@ impl Sim {
     fn finish(&mut self) -> Result<Vec<String>, String> {
         let survivors: Vec<usize> = (0..self.members.len()).filter(|i| !self.crashed[*i]).collect();
         let leader = survivors.iter().copied().find(|i| self.members[*i].is_leader() && self.members[*i].is_primary());
-        let Some(leader) = leader else { return Ok(vec!["no primary leader after the cluster settled".into()]) };
+        let Some(leader) = leader else {
+            for i in &survivors {
+                debug_state(*i, &self.members[*i], None);
+            }
+            return Ok(vec!["no primary leader after the cluster settled".into()]);
+        };
         let top = self.members[leader].position();
         self.check.durable(&[(leader, top)])?;
         let view: Vec<Uuid> = self.members[leader].state.members().iter().map(|m| m.info.id).collect();
@@ -367,6 +402,7 @@ impl Sim {
                 stuck.push(format!("node{} is up but not in the final view", i + 1));
             } else if !m.is_primary() || m.position() != top {
                 stuck.push(format!("node{} is at {} (primary: {}), the leader at {}", i + 1, m.position(), m.is_primary(), top));
+                debug_state(i, m, Some(&self.members[leader]));
             }
         }
         Ok(stuck)

@@ -23,6 +23,8 @@ pub enum Msg {
     /// "You were removed at this log index" (KIND_LEFT).
     Left(u64),
     Flow(Signal),
+    /// A non-primary member's call (KIND_PROBE).
+    Probe,
 }
 
 pub struct Envelope {
