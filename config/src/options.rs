@@ -375,7 +375,7 @@ registry! {
     PcWaitPrimTimeout PC_WAIT_PRIM_TIMEOUT DurationKey = "pc.wait_prim_timeout", DUR,
         shown("PT30S"), Static, Verbatim, false, false, "How long to wait for a primary component";
     PcWeight PC_WEIGHT IntKey = "pc.weight", dec(0, 255), shown("1"), Dynamic, Canonical, false,
-        false, "This node's weight in quorum computation";
+        true, "This node's weight in quorum computation";
     ProtonetBackend PROTONET_BACKEND StrKey = "protonet.backend", Kind::Choice(&["asio"]),
         shown("asio"), Static, Verbatim, true, false, "Network backend";
     ProtonetVersion PROTONET_VERSION IntKey = "protonet.version", dec(0, 0), shown("0"), Static,
@@ -555,6 +555,7 @@ mod tests {
                 "pc.ignore_quorum",
                 "pc.ignore_sb",
                 "pc.recovery",
+                "pc.weight",
                 "repl.causal_read_timeout",
                 "repl.commit_order",
                 "repl.max_ws_size",

@@ -20,6 +20,7 @@ use super::flow_control::{FlowControl, Signal};
 use super::liveness::{Liveness, Timeouts};
 use super::proposals::{Proposals, Retry};
 use super::quorum::{Change, Policy, Quorum};
+use super::weights::Standing;
 use super::recovery::{Previous, Recovery};
 use super::FlowGate;
 use super::log::GroupLog;
@@ -58,7 +59,7 @@ pub(super) enum Command {
     /// `pc.bootstrap=YES`: a non-primary member forms a primary component
     /// of its own.
     Reform,
-    /// `pc.ignore_sb` / `pc.ignore_quorum` changed.
+    /// `pc.ignore_sb` / `pc.ignore_quorum` / `pc.weight` changed.
     Policy(Policy),
     Stop,
 }
@@ -75,6 +76,9 @@ pub(super) const KIND_IST: u8 = 5;
 /// "Am I still one of you?": a non-primary member's call; a member that
 /// removed it answers with KIND_LEFT (see `Quorum::probe_due`).
 pub(super) const KIND_PROBE: u8 = 6;
+/// The leader's weighted commit index and quorum verdict, while weights
+/// differ (see `weighted`).
+pub(super) const KIND_COMMIT: u8 = 7;
 
 /// How long a departed member stays reachable, so that the notice of its
 /// removal gets through before its link is dropped.
@@ -112,6 +116,8 @@ pub(super) struct Counters {
     /// Local proposals not yet delivered or failed (`wsrep_local_send_queue`).
     pub send_queue: AtomicU64,
     pub stopped: AtomicBool,
+    /// `wsrep_cluster_weight`: the primary component's weight, 0 outside one.
+    pub cluster_weight: AtomicU64,
 }
 
 impl Counters {
@@ -170,7 +176,15 @@ pub(super) struct Driver {
     pub(super) was_leader: bool,
     /// Whether this member still has a leader (the primary component).
     pub(super) quorum: Quorum,
-    policy: Policy,
+    pub(super) policy: Policy,
+    /// Committed entries waiting for the weighted commit index.
+    pub(super) gate: super::weights::Gate,
+    /// The leader's last verdict on its weight (leader, primary, when).
+    pub(super) leader_says: Option<(u64, bool, Instant)>,
+    /// How far each member's log goes (last term, index), from its probes.
+    pub(super) peer_logs: std::collections::HashMap<u64, (u64, u64)>,
+    /// When this member last proposed its weight.
+    pub(super) weight_asked: Option<Instant>,
     /// The member this node was before it was killed (told when joining).
     pub(super) previous: Option<Previous>,
     /// Restarted members of our last primary component, while joining.
@@ -253,6 +267,10 @@ impl Driver {
             was_leader: false,
             quorum: Quorum::default(),
             policy: Policy::default(),
+            gate: Default::default(),
+            leader_says: None,
+            peer_logs: Default::default(),
+            weight_asked: None,
             recovery: cfg.previous.clone().filter(|_| bootstrap.is_none()).map(Recovery::new),
             previous: cfg.previous,
             restarted: Default::default(),
@@ -309,6 +327,7 @@ impl Driver {
         }
         self.maybe_bootstrap();
         self.on_ready();
+        self.advance_weighted_commit();
         if let Some(index) = self.removed_at.take() {
             self.on_removed_notice(index);
         }
@@ -354,6 +373,9 @@ impl Driver {
     fn propose(&mut self, token: u64, data: Vec<u8>) {
         if token == 0 {
             return self.propose_or_keep(data);
+        }
+        if self.gate_full(token) {
+            return;
         }
         let (wire, data) = self.proposals.add(token, data, Instant::now());
         if self.raw.propose(vec![], data).is_ok() {
@@ -429,7 +451,8 @@ impl Driver {
             },
             Inbound::Frame { kind: KIND_JOIN, payload, .. } => self.on_join_request(&payload),
             Inbound::Frame { kind: KIND_IST, payload, .. } => self.delivery.transfer(payload),
-            Inbound::Frame { kind: KIND_PROBE, from, .. } => self.tell_if_removed(from),
+            Inbound::Frame { kind: KIND_PROBE, from, payload } => self.on_probe(from, &payload),
+            Inbound::Frame { kind: KIND_COMMIT, from, payload } => self.on_commit_notice(from, &payload),
             Inbound::Frame { kind: KIND_LEFT, payload, .. } => {
                 if let Some(index) = super::membership::removed_notice_for(&payload, self.me.id) {
                     self.on_removed_notice(index);
@@ -469,6 +492,9 @@ impl Driver {
         self.promote_learners();
         self.evict_silent();
         self.watch_quorum();
+        self.send_commit_notice(now);
+        self.propose_weight(now);
+        self.counters.cluster_weight.store(self.cluster_weight(), AtomicOrdering::Relaxed);
         self.resend();
         self.maybe_fence();
         if let Some(sig) = self.fc.tick(self.me.id.raft_id(), Instant::now()) {
@@ -538,19 +564,19 @@ impl Driver {
     }
 
     fn apply(&mut self, entries: Vec<RaftEntry>) {
-        for e in entries {
-            if self.removed_at.is_some() {
-                break;
-            }
-            self.applying = e.index;
-            match e.get_entry_type() {
-                EntryType::EntryNormal if e.get_data().is_empty() => {} // leader no-op
-                EntryType::EntryNormal => self.apply_normal(e.index, e.data),
-                EntryType::EntryConfChange => self.apply_conf_change(e.index, e.get_data()),
-                EntryType::EntryConfChangeV2 => log::warning!("ignoring a joint configuration change at index {}", e.index),
-            }
-        }
+        self.apply_gated(entries);
         self.answer_reads();
+    }
+
+    /// One committed entry, through the gate (see `weighted`).
+    pub(super) fn apply_entry(&mut self, e: RaftEntry) {
+        self.applying = e.index;
+        match e.get_entry_type() {
+            EntryType::EntryNormal if e.get_data().is_empty() => {} // leader no-op
+            EntryType::EntryNormal => self.apply_normal(e.index, e.data),
+            EntryType::EntryConfChange => self.apply_conf_change(e.index, e.get_data()),
+            EntryType::EntryConfChangeV2 => log::warning!("ignoring a joint configuration change at index {}", e.index),
+        }
     }
 
     fn apply_normal(&mut self, index: u64, data: Bytes) {
@@ -652,6 +678,7 @@ impl Driver {
         }
         self.state = state;
         self.applying = index;
+        self.gate.restart(self.state.weighted().then_some(index));
         log::info!("restored the group state at seqno {} from a snapshot (index {})", self.state.seqno(), index);
         let mut view = self.state.view();
         if index <= self.stale_until {
@@ -712,7 +739,7 @@ impl Driver {
 
     /// A read is answered with the seqno assigned when the applied index
     /// reached the read index: everything ordered before the read.
-    fn answer_reads(&mut self) {
+    pub(super) fn answer_reads(&mut self) {
         let applied = self.raw.raft.raft_log.applied;
         let seqno = self.state.seqno();
         self.reads_ready.retain(|(index, reply)| {
@@ -738,12 +765,9 @@ impl Driver {
             return;
         }
         let now = Instant::now();
-        let leader = super::quorum::has_leader(self.raw.raft.leader_id, self.me.id.raft_id(), |id| self.liveness.is_recent(id, now));
-        if self.quorum.probe_due(now) {
-            for id in &self.peers {
-                self.net.send(*id, KIND_PROBE, Bytes::new());
-            }
-        }
+        let leader = super::quorum::has_leader(self.raw.raft.leader_id, self.me.id.raft_id(), |id| self.liveness.is_recent(id, now))
+            && self.weight_allows_leader(now);
+        self.probe_peers(now);
         match self.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
             Some(Change::Lost) => self.lose_primary_or_ignore(),
             Some(Change::AskRejoin) => {
@@ -782,6 +806,7 @@ impl Driver {
         }
         self.bootstrap = Some((self.state.history(), self.state.seqno()));
         self.state.reform();
+        self.gate.restart(None);
         self.quorum = Quorum::default();
         self.restarted.clear();
         self.dropped.clear();
@@ -791,17 +816,25 @@ impl Driver {
         let _ = self.raw.campaign();
     }
 
-    /// Quorum is lost: non-primary, unless the configuration says to go on
-    /// alone (then the writesets waiting are proposed again there).
+    /// No leader past the grace: non-primary, unless this side weighs more
+    /// than half (members of unequal weights) or the configuration says to
+    /// go on; then the side forms the primary component again, the
+    /// writesets waiting proposed again there.
     fn lose_primary_or_ignore(&mut self) {
         let now = Instant::now();
-        let members = self.state.members();
-        let reachable = members.iter().filter(|m| m.info.id == self.me.id || self.liveness.is_recent(m.info.id.raft_id(), now)).count();
-        if !self.policy.stays_primary(reachable, members.len()) {
+        let standing = self.side_standing(now);
+        let forced = self.policy.forces_primary(standing);
+        let by_weight = standing == Standing::Majority && self.state.weighted();
+        if !forced && !(by_weight && self.reforms_by_weight(now)) {
             return self.lose_primary();
         }
-        // Galera's wording (mtr suppresses it): the operator chose this.
-        log::warning!("Ignoring possible split-brain (allowed by configuration) from view: {} of {} members reachable", reachable, members.len());
+        if forced {
+            // Galera's wording (mtr suppresses it): the operator chose this.
+            log::warning!("Ignoring possible split-brain (allowed by configuration) from view: this side stands {:?} in the last primary view", standing);
+        } else {
+            log::info!("this side of the partition weighs more than half of the last primary view: it forms the primary component");
+        }
+        self.deliver_own_log();
         self.proposals.unsend_all(now);
         self.reform();
     }
@@ -961,6 +994,10 @@ impl super::ready::ReadyHandler for Driver {
 
     fn apply(&mut self, entries: Vec<RaftEntry>) {
         Driver::apply(self, entries)
+    }
+
+    fn applied(&self) -> Option<u64> {
+        self.applied_for_raft()
     }
 
     fn read_states(&mut self, states: Vec<raft::ReadState>) {

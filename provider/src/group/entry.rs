@@ -8,6 +8,7 @@
 //! MemberState  member uuid 16 | transition u8 | seqno i64
 //! StateRequest joiner uuid 16 | donors str | ist uuid 16 | ist seqno i64 | request...
 //! Fence        origin uuid 16 | token u64
+//! Weight       member uuid 16 | weight u32
 //! member := uuid 16 | name str | incoming str | address str ; str := len u16 | utf-8
 //! ```
 //!
@@ -62,6 +63,9 @@ pub enum Entry {
     /// ordered yet never will be (they were lost with a leader): every
     /// member drops them if they arrive later.
     Fence { origin: Uuid, token: u64 },
+    /// A member's `pc.weight` (see `weights`): ordered, so that every
+    /// member weighs the others alike.
+    Weight { member: Uuid, weight: u32 },
 }
 
 /// The context of a Raft conf-change entry.
@@ -102,6 +106,7 @@ const ORDERED: u8 = 1;
 const MEMBER_STATE: u8 = 3;
 const STATE_REQUEST: u8 = 4;
 const FENCE: u8 = 5;
+const WEIGHT: u8 = 6;
 const BOOTSTRAP: u8 = 10;
 const ADD: u8 = 11;
 const PROMOTE: u8 = 12;
@@ -127,6 +132,11 @@ impl Entry {
                 out.push(FENCE);
                 out.extend_from_slice(&origin.0);
                 out.extend_from_slice(&token.to_le_bytes());
+            }
+            Entry::Weight { member, weight } => {
+                out.push(WEIGHT);
+                out.extend_from_slice(&member.0);
+                out.extend_from_slice(&weight.to_le_bytes());
             }
             Entry::MemberState { member, transition, seqno } => {
                 out.push(MEMBER_STATE);
@@ -162,6 +172,12 @@ impl Entry {
                 let (origin, token) = (r.uuid()?, r.u64()?);
                 r.end()?;
                 Ok(Entry::Fence { origin, token })
+            }
+            WEIGHT => {
+                let member = r.uuid()?;
+                let weight = r.u32()?;
+                r.end()?;
+                Ok(Entry::Weight { member, weight })
             }
             MEMBER_STATE => {
                 let member = r.uuid()?;
@@ -288,6 +304,9 @@ impl<'a> Reader<'a> {
     pub fn u8(&mut self) -> Result<u8, EntryError> {
         Ok(self.take(1)?[0])
     }
+    pub fn u32(&mut self) -> Result<u32, EntryError> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
     pub fn u64(&mut self) -> Result<u64, EntryError> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
     }
@@ -328,6 +347,7 @@ mod tests {
         round_trip(Entry::Ordered { origin: Uuid::random(), token: 42, payload: Bytes::from_static(b"ws") });
         round_trip(Entry::MemberState { member: Uuid::random(), transition: Transition::Join, seqno: 7 });
         round_trip(Entry::MemberState { member: Uuid::random(), transition: Transition::Rejoin, seqno: -1 });
+        round_trip(Entry::Weight { member: Uuid::random(), weight: 255 });
         round_trip(Entry::Fence { origin: Uuid::random(), token: 9 });
         let req = Entry::StateRequest {
             joiner: Uuid::random(),

@@ -247,6 +247,12 @@ impl Driver {
         let Some((id, silent)) = self.liveness.overdue(&others, now) else { return };
         let Some(m) = self.state.members().iter().find(|m| m.info.id.raft_id() == id) else { return };
         let (uuid, name) = (m.info.id, m.info.name.clone());
+        let rest = self.state.weight_of(|m| m.info.id != uuid);
+        if super::weights::standing(rest, self.state.weight_of(|_| true)) != super::weights::Standing::Majority && self.state.weighted() {
+            // The view without it would not be primary (Galera's rule):
+            // this side turns non-primary instead (see `weighted`).
+            return;
+        }
         // Info, as Galera logs its suspicions: the view change is the news.
         log::info!(
             "member {} ({}) silent for {:.1}s (evs.suspect_timeout {:?}, evs.inactive_timeout {:?}): removing it from the group",
@@ -318,6 +324,7 @@ impl Driver {
             self.events.push(super::state::GroupEvent::ProposalFailed { token: client });
         }
         self.state = super::state::GroupState::new(me);
+        self.gate.restart(None);
         self.quorum = super::quorum::Quorum::default();
         self.removed = false;
         self.restarted.clear();

@@ -15,6 +15,8 @@ mod log;
 mod membership;
 mod proposals;
 pub mod quorum;
+pub mod weights;
+mod weighted;
 pub mod ready;
 pub mod recovery;
 mod raft_log;
@@ -207,7 +209,7 @@ impl Group {
             me.address = net.local_addr().to_string();
         }
         let (tx, rx) = channel();
-        let counters = Arc::new(Counters { send_queue: AtomicU64::new(0), stopped: Default::default() });
+        let counters = Arc::new(Counters { send_queue: AtomicU64::new(0), stopped: Default::default(), cluster_weight: AtomicU64::new(0) });
         let start = match cfg.mode {
             Mode::Bootstrap { history, position } => Start::Bootstrap { history, position },
             Mode::Join { peers } => Start::Join { peers },
@@ -311,7 +313,7 @@ impl Group {
         let _ = self.command(Command::Reform);
     }
 
-    /// `pc.ignore_sb` / `pc.ignore_quorum` changed at runtime.
+    /// `pc.ignore_sb` / `pc.ignore_quorum` / `pc.weight` changed at runtime.
     pub fn set_policy(&self, p: quorum::Policy) {
         let _ = self.command(Command::Policy(p));
     }
@@ -349,6 +351,12 @@ impl Group {
 
     pub fn send_queue(&self) -> u64 {
         self.counters.send_queue.load(AtomicOrdering::Relaxed)
+    }
+
+    /// `wsrep_cluster_weight`: the sum of `pc.weight` over the primary
+    /// component (0 outside one).
+    pub fn cluster_weight(&self) -> u64 {
+        self.counters.cluster_weight.load(AtomicOrdering::Relaxed)
     }
 
     pub fn transport_stats(&self) -> TransportStats {

@@ -16,21 +16,30 @@
 
 use std::time::{Duration, Instant};
 
-/// Galera's escape hatches from quorum (both dangerous, both documented
-/// as such): `pc.ignore_sb` keeps a member primary on an even split,
-/// `pc.ignore_quorum` always.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+use super::weights::Standing;
+
+/// This member's quorum settings: its weight (`pc.weight`, see
+/// `weights`) and Galera's escape hatches from quorum (both dangerous,
+/// both documented as such): `pc.ignore_sb` keeps a member primary on an
+/// even split, `pc.ignore_quorum` always.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Policy {
     pub ignore_sb: bool,
     pub ignore_quorum: bool,
+    pub weight: u32,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy { ignore_sb: false, ignore_quorum: false, weight: super::weights::DEFAULT }
+    }
 }
 
 impl Policy {
-    /// Whether a member that lost its leader while hearing `reachable` of
-    /// the `members` of its view (itself included) goes on as a primary
-    /// component of its own instead of turning non-primary.
-    pub fn stays_primary(&self, reachable: usize, members: usize) -> bool {
-        self.ignore_quorum || (self.ignore_sb && 2 * reachable == members)
+    /// Whether the configuration keeps a side that stands so against the
+    /// last primary view primary even without a weighted majority.
+    pub fn forces_primary(&self, standing: Standing) -> bool {
+        self.ignore_quorum || (self.ignore_sb && standing == Standing::Split)
     }
 }
 
@@ -77,7 +86,8 @@ impl Quorum {
     /// of 50 ms, and a member must not flap through non-primary while the
     /// majority elects a new leader.
     pub const MIN_GRACE: Duration = Duration::from_secs(2);
-    /// How often a non-primary member calls its peers (see `probe_due`).
+    /// How often a member without a leader calls its peers (see
+    /// `probe_due`).
     pub const PROBE_EVERY: Duration = Duration::from_secs(1);
 
     pub fn is_primary(&self) -> bool {
@@ -107,12 +117,14 @@ impl Quorum {
         None
     }
 
-    /// Whether a non-primary member should call its peers now. A member
-    /// the group removed while it was stopped may send nothing a member
-    /// answers (a learner never campaigns): the call makes them tell it
-    /// it was removed, and it joins again.
+    /// Whether a member without a leader should call its peers now. A
+    /// member the group removed while it was stopped may send nothing a
+    /// member answers (a learner never campaigns): the call makes them tell
+    /// it it was removed, and it joins again. Before it turns non-primary,
+    /// the calls tell the members of its side of a partition who it hears
+    /// and how far its log goes (see `weights::reformer`).
     pub fn probe_due(&mut self, now: Instant) -> bool {
-        let due = !self.is_primary() && self.last_probe.is_none_or(|t| now.saturating_duration_since(t) >= Self::PROBE_EVERY);
+        let due = self.phase != Phase::Primary && self.last_probe.is_none_or(|t| now.saturating_duration_since(t) >= Self::PROBE_EVERY);
         if due {
             self.last_probe = Some(now);
         }
@@ -136,10 +148,12 @@ mod tests {
     }
 
     #[test]
-    fn only_a_non_primary_member_probes_and_once_a_second() {
+    fn only_a_member_without_a_leader_probes_and_once_a_second() {
         let (mut q, t0) = (Quorum::default(), Instant::now());
         assert!(!q.probe_due(t0));
         q.observe(false, t0, GRACE);
+        assert!(q.probe_due(at(t0, 10)), "leaderless, not yet non-primary");
+        assert!(!q.probe_due(at(t0, 500)));
         q.observe(false, at(t0, 5000), GRACE);
         assert!(q.probe_due(at(t0, 5000)));
         assert!(!q.probe_due(at(t0, 5500)));
@@ -184,11 +198,11 @@ mod tests {
     }
 
     #[test]
-    fn ignore_sb_covers_an_even_split_and_ignore_quorum_any() {
-        let sb = Policy { ignore_sb: true, ignore_quorum: false };
-        assert!(sb.stays_primary(1, 2) && sb.stays_primary(2, 4));
-        assert!(!sb.stays_primary(1, 3) && !Policy::default().stays_primary(1, 2));
-        assert!(Policy { ignore_sb: false, ignore_quorum: true }.stays_primary(1, 5));
+    fn ignore_sb_covers_a_split_and_ignore_quorum_any() {
+        let sb = Policy { ignore_sb: true, ..Policy::default() };
+        assert!(sb.forces_primary(Standing::Split));
+        assert!(!sb.forces_primary(Standing::Minority) && !Policy::default().forces_primary(Standing::Split));
+        assert!(Policy { ignore_quorum: true, ..Policy::default() }.forces_primary(Standing::Minority));
     }
 
     #[test]

@@ -16,6 +16,11 @@ pub trait ReadyHandler {
     /// Committed entries, in order.
     fn apply(&mut self, entries: Vec<Entry>);
     fn read_states(&mut self, _states: Vec<ReadState>) {}
+    /// How far the member applied, when it holds committed entries back
+    /// (see `weighted`); None: everything handed to `apply`.
+    fn applied(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Processes one `Ready`, if raft-rs has one.
@@ -43,5 +48,8 @@ pub fn hand_off(h: &mut impl ReadyHandler) {
     }
     h.send(light.take_messages());
     h.apply(light.take_committed_entries());
-    h.raw().advance_apply();
+    match h.applied() {
+        Some(index) => h.raw().advance_apply_to(index),
+        None => h.raw().advance_apply(),
+    }
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::entry::{Entry, MemberInfo, Membership, Transition};
+use super::weights;
 use crate::gtid::{Seqno, Uuid};
 
 mod snapshot;
@@ -35,6 +36,8 @@ pub struct Member {
     /// the state, so that a joining node never costs the cluster its
     /// quorum.
     pub voter: bool,
+    /// `pc.weight` (see `group::weights`).
+    pub weight: u32,
 }
 
 /// A configuration as the server sees it in `view_cb`.
@@ -120,6 +123,17 @@ impl GroupState {
         self.members.iter().find(|m| m.info.id == id)
     }
 
+    /// Whether members weigh differently (then quorum is a weighing, see
+    /// `weights`).
+    pub fn weighted(&self) -> bool {
+        weights::unequal(self.members.iter().map(|m| m.weight))
+    }
+
+    /// The weight of the members that `counts`.
+    pub fn weight_of(&self, counts: impl Fn(&Member) -> bool) -> u64 {
+        self.members.iter().filter(|m| counts(m)).map(|m| u64::from(m.weight)).sum()
+    }
+
     fn member_mut(&mut self, id: Uuid) -> Option<&mut Member> {
         self.members.iter_mut().find(|m| m.info.id == id)
     }
@@ -140,6 +154,11 @@ impl GroupState {
                 let t = self.fenced.entry(origin).or_default();
                 *t = (*t).max(token);
                 out.push(GroupEvent::Fenced { origin, token });
+            }
+            Entry::Weight { member, weight } => {
+                if let Some(m) = self.member_mut(member) {
+                    m.weight = weight;
+                }
             }
         }
     }
@@ -177,7 +196,7 @@ impl GroupState {
         }
         self.history = history;
         self.seqno = position.max(0);
-        self.members = vec![Member { info: member, state: MemberState::Synced, desync_count: 0, voter: true }];
+        self.members = vec![Member { info: member, state: MemberState::Synced, desync_count: 0, voter: true, weight: weights::DEFAULT }];
         self.primary_view(out);
         let m = &self.members[0];
         out.push(GroupEvent::MemberState { member: m.info.id, state: m.state, desync_count: 0 });
@@ -195,7 +214,7 @@ impl GroupState {
             return; // a retried join
         }
         let id = member.id;
-        self.members.push(Member { info: member, state: MemberState::Joiner, desync_count: 0, voter: false });
+        self.members.push(Member { info: member, state: MemberState::Joiner, desync_count: 0, voter: false, weight: weights::DEFAULT });
         self.primary_view(out);
         out.push(GroupEvent::MemberState { member: id, state: MemberState::Joiner, desync_count: 0 });
     }

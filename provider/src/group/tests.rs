@@ -439,3 +439,86 @@ fn restarted_members_of_a_whole_component_recover_it_from_the_most_advanced() {
     a2.group.stop();
     b2.group.stop();
 }
+
+/// Sets `m`'s pc.weight and waits until every member weighs the group at
+/// `total`.
+fn weigh(m: &Member, weight: u32, all: &[&Member], total: u64) {
+    m.group.set_policy(quorum::Policy { weight, ..Default::default() });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while all.iter().any(|o| o.group.cluster_weight() != total) {
+        assert!(Instant::now() < deadline, "cluster weight never reached {}", total);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_heavier_of_two_members_stays_primary_alone_and_the_other_joins_it_again() {
+    let (a, b, two) = two_voters();
+    weigh(&a, 2, &[&a, &b], 3);
+    b.group.isolate(true);
+    let GroupEvent::View(v) = a.until("a primary alone", view_with(1)) else { unreachable!() };
+    assert!(v.seqno > two.seqno, "the history goes on: {:?}", v);
+    b.until("b's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
+    a.group.propose(1, |buf| buf.push(1), 1).unwrap();
+    assert_eq!(ordered_of(&a, 1).len(), 1, "a orders alone");
+    weigh(&a, 2, &[&a], 2);
+    b.group.isolate(false);
+    b.until("b rejoining", |e| matches!(e, GroupEvent::Rejoining));
+    a.until("a sees b again", view_with(2));
+    a.group.stop();
+    b.group.stop();
+}
+
+#[test]
+fn a_light_majority_delivers_nothing_without_the_heavy_member_which_goes_on_alone() {
+    let (a, b, c) = three_voters();
+    std::thread::sleep(Duration::from_millis(500));
+    weigh(&a, 4, &[&a, &b, &c], 6);
+    c.group.propose(3, |buf| buf.push(3), 1).unwrap();
+    let at = |m: &Member| ordered_of(m, 1).into_iter().map(|(seqno, origin, _)| (seqno, origin)).collect::<Vec<_>>();
+    let seen = at(&a);
+    assert_eq!((at(&b), at(&c)), (seen.clone(), seen), "all deliver while weights differ");
+    a.group.isolate(true);
+    // b and c are two of three voters: Raft commits their proposals, but
+    // they weigh 2 of 6 and must deliver none of them.
+    b.group.propose(7, |buf| buf.push(7), 1).unwrap();
+    let GroupEvent::View(v) = a.until("a primary alone", view_with(1)) else { unreachable!() };
+    for m in [&b, &c] {
+        m.until("a non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        for m in [&b, &c] {
+            if let Ok(e) = m.rx.recv_timeout(Duration::from_millis(50)) {
+                assert!(!matches!(e, GroupEvent::Ordered { .. } | GroupEvent::View(View { primary: true, .. })), "a light side delivered {:?}", e);
+            }
+        }
+    }
+    a.group.propose(1, |buf| buf.push(1), 1).unwrap();
+    let got = ordered_of(&a, 1);
+    assert_eq!(got.len(), 1);
+    assert!(got[0].0 > v.seqno);
+    a.group.isolate(false);
+    b.until("b rejoining", |e| matches!(e, GroupEvent::Rejoining));
+    a.until("a sees all again", view_with(3));
+    for m in [&a, &b, &c] {
+        m.group.stop();
+    }
+}
+
+#[test]
+fn with_equal_weights_a_minority_never_reforms() {
+    let (a, b, c) = three_voters();
+    std::thread::sleep(Duration::from_millis(500));
+    a.group.isolate(true);
+    a.until("a non-primary", |e| matches!(e, GroupEvent::View(v) if !v.primary));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        if let Ok(GroupEvent::View(v)) = a.rx.recv_timeout(Duration::from_millis(50)) {
+            assert!(!v.primary, "an isolated minority became primary: {:?}", v);
+        }
+    }
+    for m in [&a, &b, &c] {
+        m.group.stop();
+    }
+}

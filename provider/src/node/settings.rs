@@ -25,7 +25,7 @@ pub struct Settings {
     /// `evs.suspect_timeout` and `evs.inactive_timeout`: when the group
     /// removes a silent member.
     pub timeouts: crate::group::liveness::Timeouts,
-    /// `pc.ignore_sb`, `pc.ignore_quorum`.
+    /// `pc.ignore_sb`, `pc.ignore_quorum`, `pc.weight`.
     pub quorum_policy: crate::group::quorum::Policy,
     /// `debug`.
     pub debug: bool,
@@ -79,7 +79,11 @@ impl Settings {
                 inactive: cfg.duration(keys::EVS_INACTIVE_TIMEOUT),
             },
             debug: cfg.get(keys::DEBUG),
-            quorum_policy: crate::group::quorum::Policy { ignore_sb: cfg.get(keys::PC_IGNORE_SB), ignore_quorum: cfg.get(keys::PC_IGNORE_QUORUM) },
+            quorum_policy: crate::group::quorum::Policy {
+                ignore_sb: cfg.get(keys::PC_IGNORE_SB),
+                ignore_quorum: cfg.get(keys::PC_IGNORE_QUORUM),
+                weight: cfg.get(keys::PC_WEIGHT).clamp(0, 255) as u32,
+            },
             gcache_size: cfg.get(keys::GCACHE_SIZE).max(0) as usize,
             group_listen: cfg.str(keys::GMCAST_LISTEN_ADDR).map(strip_scheme).unwrap_or_default(),
             group_address: advertised(cfg),

@@ -55,7 +55,10 @@ impl Shared {
         let (cs, index_size) = (cert.stats(), cert.index_size());
         drop(cert);
         let incoming = view.as_ref().map(|v| v.members.iter().map(|m| m.incoming.as_str()).collect::<Vec<_>>().join(",")).unwrap_or_default();
-        let weight = view.as_ref().filter(|v| v.primary).map_or(0, |v| v.members.len());
+        // The group publishes its weighing once a tick; until then a
+        // primary view weighs its head count (every weight is 1 by default).
+        let group_weight = self.group().map_or(0, |g| g.cluster_weight());
+        let weight = view.as_ref().filter(|v| v.primary).map_or(0, |v| if group_weight > 0 { group_weight } else { v.members.len() as u64 });
         vec![
             (V::LocalStateUuid, Str(history.to_string())),
             (V::ProtocolVersion, Int(PROTOCOL_VERSION)),

@@ -2,14 +2,15 @@
 //!
 //! ```text
 //! version u8 (1) | history 16 | seqno i64 | conf_id i64 | member count u32
-//! | (member | state u8 | desync u32 | voter u8)* | fenced count u32 | (uuid 16 | token u64)*
+//! | (member | state u8 | desync u32 | voter u8 | weight u32)* | fenced count u32 | (uuid 16 | token u64)*
 //! ```
 
 use super::{GroupState, Member, MemberState};
 use crate::group::entry::{decode_member, encode_member, EntryError, Reader};
 use crate::gtid::Uuid;
 
-const VERSION: u8 = 1;
+// 2: members carry their weight.
+const VERSION: u8 = 2;
 
 fn state_byte(s: MemberState) -> u8 {
     match s {
@@ -42,6 +43,7 @@ impl GroupState {
             out.push(state_byte(m.state));
             out.extend_from_slice(&m.desync_count.to_le_bytes());
             out.push(m.voter as u8);
+            out.extend_from_slice(&m.weight.to_le_bytes());
         }
         out.extend_from_slice(&(self.fenced.len() as u32).to_le_bytes());
         for (origin, token) in &self.fenced {
@@ -61,14 +63,15 @@ impl GroupState {
         g.history = r.uuid()?;
         g.seqno = r.u64()? as i64;
         g.conf_id = r.u64()? as i64;
-        for _ in 0..u32_of(&mut r)? {
+        for _ in 0..r.u32()? {
             let info = decode_member(&mut r)?;
             let state = state_of(r.u8()?)?;
-            let desync_count = u32_of(&mut r)?;
+            let desync_count = r.u32()?;
             let voter = r.u8()? != 0;
-            g.members.push(Member { info, state, desync_count, voter });
+            let weight = r.u32()?;
+            g.members.push(Member { info, state, desync_count, voter, weight });
         }
-        for _ in 0..u32_of(&mut r)? {
+        for _ in 0..r.u32()? {
             let origin = r.uuid()?;
             g.fenced.insert(origin, r.u64()?);
         }
@@ -77,6 +80,3 @@ impl GroupState {
     }
 }
 
-fn u32_of(r: &mut Reader<'_>) -> Result<u32, EntryError> {
-    Ok(u32::from_le_bytes(r.take(4)?.try_into().unwrap()))
-}

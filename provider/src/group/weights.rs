@@ -1,0 +1,265 @@
+//! Weighted quorum (Galera's `pc.weight`): a side of a partition is the
+//! primary component when its members weigh more than half of the last
+//! primary view; exactly half is a split brain.
+//!
+//! Raft counts heads: it commits an entry once a majority of voters hold
+//! it and elects a leader with a majority of votes. With unequal weights
+//! the two majorities differ, and a side may hold one without the other:
+//! - a heavy minority (one member of weight 3 against two of weight 1) is
+//!   primary by weight but can neither elect nor commit: it forms a new
+//!   component of its own side (a reform), which is safe only if no entry
+//!   was delivered anywhere without it;
+//! - so a light majority must deliver nothing the heavy side lacks: an
+//!   entry Raft committed is held back until voters weighing more than
+//!   half hold it too (the weighted commit index, which the leader
+//!   computes and tells the others), and the light side turns
+//!   non-primary once it has gone without the heavy one for the eviction
+//!   timeout.
+//!
+//! Every delivered entry is thus held by a weighted majority, which meets
+//! any side that is primary by weight: the most up-to-date log of that
+//! side holds every delivered entry (Raft's log-matching argument), and
+//! its reform delivers its whole log before going on.
+//!
+//! With equal weights (the default) both majorities are the same and none
+//! of this is active. Pure and deterministic: no clocks, no I/O.
+
+use std::collections::VecDeque;
+
+use raft::prelude::Entry as RaftEntry;
+
+/// Galera's default `pc.weight`.
+pub const DEFAULT: u32 = 1;
+
+/// Where a side stands against the weight of the last primary view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// More than half: primary.
+    Majority,
+    /// Exactly half (Galera's split brain; `pc.ignore_sb` keeps it primary).
+    Split,
+    Minority,
+}
+
+pub fn standing(side: u64, total: u64) -> Standing {
+    match (2 * side).cmp(&total) {
+        std::cmp::Ordering::Greater => Standing::Majority,
+        std::cmp::Ordering::Equal => Standing::Split,
+        std::cmp::Ordering::Less => Standing::Minority,
+    }
+}
+
+/// Whether weights differ among these members (only then does a head
+/// count differ from a weighing).
+pub fn unequal(weights: impl IntoIterator<Item = u32>) -> bool {
+    let mut it = weights.into_iter();
+    let Some(first) = it.next() else { return false };
+    it.any(|w| w != first)
+}
+
+/// The highest log index held by voters weighing more than half of all
+/// voters, given each voter's (matched index, weight); 0 if none. A
+/// member of weight 0 never counts (Galera's use: a node that must never
+/// decide the quorum).
+pub fn committed(acks: &[(u64, u32)]) -> u64 {
+    let total: u64 = acks.iter().map(|(_, w)| u64::from(*w)).sum();
+    let mut by_index: Vec<(u64, u32)> = acks.to_vec();
+    by_index.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    let mut held = 0u64;
+    for (index, weight) in by_index {
+        held += u64::from(weight);
+        if standing(held, total) == Standing::Majority {
+            return index;
+        }
+    }
+    0
+}
+
+/// Which member of a side that is primary by weight (but has no Raft
+/// leader) forms the new component: the most up-to-date log (last term,
+/// last index), as a Raft election would choose, then the lowest id so
+/// that every member of the side names the same one.
+pub fn reformer(side: &[(u64, (u64, u64))]) -> Option<u64> {
+    side.iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(id, _)| *id)
+}
+
+/// Committed entries on their way to delivery, waiting for the weighted
+/// commit index while weights differ. Bounded: a side that commits
+/// without its heavy members turns non-primary within the eviction
+/// timeout and then orders nothing, so what waits here is a few seconds of
+/// proposals at most; past the bound the member takes no local proposal
+/// (see `Gate::full`).
+#[derive(Debug, Default)]
+pub struct Gate {
+    queue: VecDeque<RaftEntry>,
+    /// Entries up to here may be delivered; None while weights are equal
+    /// (everything Raft commits is delivered at once).
+    open_to: Option<u64>,
+}
+
+impl Gate {
+    pub const MAX_HELD: usize = 65536;
+
+    pub fn push(&mut self, entries: Vec<RaftEntry>) {
+        for e in entries {
+            assert!(self.queue.back().is_none_or(|b| b.index + 1 == e.index), "committed entries come in order, without gaps");
+            self.queue.push_back(e);
+        }
+    }
+
+    /// The next entry that may be delivered.
+    pub fn next(&mut self) -> Option<RaftEntry> {
+        let front = self.queue.front()?;
+        if self.open_to.is_some_and(|to| front.index > to) {
+            return None;
+        }
+        self.queue.pop_front()
+    }
+
+    /// Weights became unequal (`Some`: delivered up to there so far) or
+    /// equal again (`None`). Takes effect from the next entry on.
+    pub fn set_active(&mut self, open_to: Option<u64>) {
+        self.open_to = match (self.open_to, open_to) {
+            (Some(now), Some(_)) => Some(now),
+            (_, next) => next,
+        };
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.open_to.is_some()
+    }
+
+    pub fn open_to(&self) -> Option<u64> {
+        self.open_to
+    }
+
+    /// The weighted commit index reached `index` (it never goes back).
+    pub fn open(&mut self, index: u64) {
+        if let Some(to) = self.open_to.as_mut() {
+            *to = (*to).max(index);
+        }
+    }
+
+    pub fn full(&self) -> bool {
+        self.queue.len() >= Self::MAX_HELD
+    }
+
+    /// Entries committed and not delivered yet.
+    pub fn held(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// The member's log starts over (a reform, a rejoin, a snapshot), gated
+    /// from `open_to` on or not at all: what was held belongs to a log it
+    /// no longer follows, or is in the snapshot.
+    pub fn restart(&mut self, open_to: Option<u64>) {
+        self.queue.clear();
+        self.open_to = open_to;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(range: std::ops::RangeInclusive<u64>) -> Vec<RaftEntry> {
+        range.map(|index| RaftEntry { index, ..Default::default() }).collect()
+    }
+
+    fn indexes(es: &[RaftEntry]) -> Vec<u64> {
+        es.iter().map(|e| e.index).collect()
+    }
+
+    #[test]
+    fn more_than_half_is_primary_and_exactly_half_a_split() {
+        assert_eq!(standing(2, 3), Standing::Majority);
+        assert_eq!(standing(1, 2), Standing::Split);
+        assert_eq!(standing(2, 4), Standing::Split);
+        assert_eq!(standing(1, 3), Standing::Minority);
+        assert_eq!(standing(4, 6), Standing::Majority, "GCF-354: weight 4 against two of 1");
+    }
+
+    #[test]
+    fn the_weighted_commit_index_needs_the_heavy_member() {
+        // Weights 4, 1, 1: the two light ones hold 9, the heavy one 5.
+        assert_eq!(committed(&[(5, 4), (9, 1), (9, 1)]), 5);
+        assert_eq!(committed(&[(9, 4), (5, 1), (0, 1)]), 9, "the heavy one alone is a majority");
+        // Equal weights: the head count's index (the median).
+        assert_eq!(committed(&[(3, 1), (7, 1), (5, 1)]), 5);
+        // 2 and 1: the heavy one alone weighs 2 of 3.
+        assert_eq!(committed(&[(4, 2), (8, 1)]), 4);
+        assert_eq!(committed(&[(4, 0), (8, 1)]), 8, "weight 0 never counts");
+        assert_eq!(committed(&[]), 0);
+    }
+
+    #[test]
+    fn unequal_means_any_two_differ() {
+        assert!(!unequal([1, 1, 1]) && !unequal([]) && !unequal([3]));
+        assert!(unequal([1, 2, 1]));
+    }
+
+    #[test]
+    fn the_reformer_is_the_most_up_to_date_then_the_lowest_id() {
+        assert_eq!(reformer(&[(7, (3, 10)), (5, (3, 12)), (9, (2, 40))]), Some(5));
+        assert_eq!(reformer(&[(7, (3, 12)), (5, (3, 12))]), Some(5));
+        assert_eq!(reformer(&[]), None);
+    }
+
+    fn drain(g: &mut Gate) -> Vec<u64> {
+        std::iter::from_fn(|| g.next()).map(|e| e.index).collect()
+    }
+
+    #[test]
+    fn an_inactive_gate_passes_everything() {
+        let mut g = Gate::default();
+        g.push(entries(1..=3));
+        assert_eq!(drain(&mut g), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn an_active_gate_holds_what_the_weighted_index_has_not_reached() {
+        let mut g = Gate::default();
+        g.set_active(Some(3));
+        g.push(entries(4..=6));
+        assert_eq!(drain(&mut g), Vec::<u64>::new());
+        assert_eq!(g.held(), 3);
+        g.open(5);
+        assert_eq!(drain(&mut g), vec![4, 5]);
+        g.open(4);
+        assert_eq!(drain(&mut g), Vec::<u64>::new(), "the index never goes back");
+        g.push(entries(7..=7));
+        g.set_active(None);
+        assert_eq!(drain(&mut g), vec![6, 7], "equal weights again: all out");
+    }
+
+    #[test]
+    fn activation_takes_effect_from_the_next_entry() {
+        let mut g = Gate::default();
+        g.push(entries(1..=4));
+        assert_eq!(g.next().map(|e| e.index), Some(1));
+        g.set_active(Some(1));
+        assert_eq!(drain(&mut g), Vec::<u64>::new());
+        g.set_active(Some(9));
+        assert_eq!(drain(&mut g), Vec::<u64>::new(), "already active: the index stays");
+    }
+
+    #[test]
+    fn a_restarted_gate_holds_nothing_and_opens_from_the_new_start() {
+        let mut g = Gate::default();
+        g.set_active(Some(3));
+        g.push(entries(4..=5));
+        g.restart(Some(20));
+        assert_eq!(g.held(), 0);
+        g.push(entries(21..=22));
+        g.open(21);
+        assert_eq!(drain(&mut g), vec![21]);
+    }
+
+    #[test]
+    #[should_panic(expected = "without gaps")]
+    fn a_gap_in_committed_entries_is_a_bug() {
+        let mut g = Gate::default();
+        g.push(entries(1..=1));
+        g.push(entries(3..=3));
+    }
+}
