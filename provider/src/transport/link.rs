@@ -215,7 +215,11 @@ fn write_until_closed(shared: &Shared, link: &Link) {
                     }
                     _ => format!("write failed: {}", e),
                 };
-                link.close(Level::Warn, why, shared);
+                // As on the reading side: a peer that went away (a stop, a
+                // kill) is the group's news, not a fault of this link;
+                // mtr fails a test on a warning at a peer's shutdown.
+                let level = if is_peer_gone(&e) { Level::Info } else { Level::Warn };
+                link.close(level, why, shared);
                 return;
             }
         }
