@@ -293,6 +293,11 @@ impl Driver {
         if self.removed || self.joining.is_some() {
             return; // a notice still on its way when we rejoined
         }
+        if index != 0 && index <= self.stale_until {
+            // About this node's previous incarnation (a member that saw it
+            // removed then and has forgotten it rejoined since).
+            return log::debug!("ignoring a removal notice for index {} (rejoined after {})", index, self.stale_until);
+        }
         self.removed = true;
         if self.leaving.is_some() {
             return self.leaving_tick();
@@ -325,6 +330,10 @@ impl Driver {
         }
         self.state = super::state::GroupState::new(me);
         self.gate.restart(None);
+        // Who was removed from the group it saw is stale once it starts
+        // over: telling one of them "you are out" now could be about an
+        // incarnation the group has since taken back.
+        self.removed_members.clear();
         self.quorum = super::quorum::Quorum::default();
         self.removed = false;
         self.restarted.clear();

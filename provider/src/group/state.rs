@@ -234,6 +234,10 @@ impl GroupState {
                 my_idx: 0,
             };
             out.push(GroupEvent::View(view));
+            // The others' view consumes a seqno: a member replaying its own
+            // removal (a rejoin through the log) must number on alike.
+            self.seqno += 1;
+            self.conf_id += 1;
             return;
         }
         self.primary_view(out);
