@@ -20,7 +20,6 @@ use super::flow_control::{FlowControl, Signal};
 use super::liveness::{Liveness, Timeouts};
 use super::proposals::{Proposals, Retry};
 use super::quorum::{Change, Policy, Quorum};
-use super::weights::Standing;
 use super::recovery::{Previous, Recovery};
 use super::FlowGate;
 use super::log::GroupLog;
@@ -181,8 +180,6 @@ pub(super) struct Driver {
     pub(super) gate: super::weights::Gate,
     /// The leader's last verdict on its weight (leader, primary, when).
     pub(super) leader_says: Option<(u64, bool, Instant)>,
-    /// How far each member's log goes (last term, index), from its probes.
-    pub(super) peer_logs: std::collections::HashMap<u64, (u64, u64)>,
     /// When this member last proposed its weight.
     pub(super) weight_asked: Option<Instant>,
     /// The member this node was before it was killed (told when joining).
@@ -269,7 +266,6 @@ impl Driver {
             policy: Policy::default(),
             gate: Default::default(),
             leader_says: None,
-            peer_logs: Default::default(),
             weight_asked: None,
             recovery: cfg.previous.clone().filter(|_| bootstrap.is_none()).map(Recovery::new),
             previous: cfg.previous,
@@ -451,7 +447,7 @@ impl Driver {
             },
             Inbound::Frame { kind: KIND_JOIN, payload, .. } => self.on_join_request(&payload),
             Inbound::Frame { kind: KIND_IST, payload, .. } => self.delivery.transfer(payload),
-            Inbound::Frame { kind: KIND_PROBE, from, payload } => self.on_probe(from, &payload),
+            Inbound::Frame { kind: KIND_PROBE, from, .. } => self.tell_if_removed(from),
             Inbound::Frame { kind: KIND_COMMIT, from, payload } => self.on_commit_notice(from, &payload),
             Inbound::Frame { kind: KIND_LEFT, payload, .. } => {
                 if let Some(index) = super::membership::removed_notice_for(&payload, self.me.id) {
@@ -767,7 +763,11 @@ impl Driver {
         let now = Instant::now();
         let leader = super::quorum::has_leader(self.raw.raft.leader_id, self.me.id.raft_id(), |id| self.liveness.is_recent(id, now))
             && self.weight_allows_leader(now);
-        self.probe_peers(now);
+        if self.quorum.probe_due(now) {
+            for id in &self.peers {
+                self.net.send(*id, KIND_PROBE, Bytes::new());
+            }
+        }
         match self.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
             Some(Change::Lost) => self.lose_primary_or_ignore(),
             Some(Change::AskRejoin) => {
@@ -791,8 +791,7 @@ impl Driver {
         // The new log numbers on from everything this member holds of the
         // old one (see GroupLog::continuing).
         let (last, term) = (self.raw.raft.raft_log.last_index(), self.raw.raft.term);
-        let log = GroupLog::continuing(id, last.max(self.applying), term);
-        match log.and_then(|log| RawNode::new(&raft_config(id), log, &super::raft_log::logger())) {
+        match raft_node_continuing(&raft_config(id), last.max(self.applying), term) {
             Ok(raw) => self.raw = raw,
             Err(e) => return log::error!("pc.bootstrap: cannot start a new raft group: {}", e),
         }
@@ -824,8 +823,7 @@ impl Driver {
         let now = Instant::now();
         let standing = self.side_standing(now);
         let forced = self.policy.forces_primary(standing);
-        let by_weight = standing == Standing::Majority && self.state.weighted();
-        if !forced && !(by_weight && self.reforms_by_weight(now)) {
+        if !forced && !self.reforms_by_weight() {
             return self.lose_primary();
         }
         if forced {
@@ -962,6 +960,13 @@ pub fn raft_config(id: u64) -> raft::Config {
 pub fn raft_node_with(config: &raft::Config, voters: Vec<u64>) -> raft::Result<RawNode<GroupLog>> {
     config.validate()?;
     RawNode::new(config, GroupLog::new(voters), &super::raft_log::logger())
+}
+
+/// A Raft node of this member alone whose log numbers on after `index`
+/// (a component formed again: see `GroupLog::continuing`).
+pub fn raft_node_continuing(config: &raft::Config, index: u64, term: u64) -> raft::Result<RawNode<GroupLog>> {
+    config.validate()?;
+    RawNode::new(config, GroupLog::continuing(config.id, index, term)?, &super::raft_log::logger())
 }
 
 /// A snapshot's data: the group state, then the node layer's part.

@@ -85,7 +85,11 @@ impl Liveness {
     /// Whether `id` was heard from within the suspect timeout: a member of
     /// this node's side of a partition.
     pub fn is_recent(&self, id: u64, now: Instant) -> bool {
-        self.heard.get(&id).is_some_and(|at| now.saturating_duration_since(*at) < self.timeouts.suspect)
+        self.heard_within(id, now, self.timeouts.suspect)
+    }
+
+    pub fn heard_within(&self, id: u64, now: Instant, window: Duration) -> bool {
+        self.heard.get(&id).is_some_and(|at| now.saturating_duration_since(*at) < window)
     }
 }
 

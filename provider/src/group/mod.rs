@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 pub use driver::Delivery;
 /// For the simulator, which drives the same Raft setup without the driver.
-pub use driver::{join_snapshot, raft_config, raft_node_with, split_snapshot};
+pub use driver::{join_snapshot, raft_config, raft_node_continuing, raft_node_with, split_snapshot};
 pub use log::GroupLog;
 pub use entry::{MemberInfo, Transition};
 pub use state::{DonorError, GroupEvent, GroupState, MemberState, View};

@@ -42,7 +42,9 @@ pub fn hand_off(h: &mut impl ReadyHandler) {
         h.raw().store().set_hardstate(hs.clone());
     }
     h.send(ready.take_persisted_messages());
-    let mut light = h.raw().advance(ready);
+    // Not `advance`, which counts everything handed out before as applied:
+    // entries held at the weighted-quorum gate are not.
+    let mut light = h.raw().advance_append(ready);
     if let Some(commit) = light.commit_index() {
         h.raw().store().set_commit(commit);
     }

@@ -6,59 +6,15 @@
 
 use std::time::Instant;
 
-use bytes::Bytes;
 use raft::prelude::Entry as RaftEntry;
 use raft::{GetEntriesContext, StateRole};
 
-use super::driver::{Driver, KIND_COMMIT, KIND_PROBE};
+use super::driver::{Driver, KIND_COMMIT};
 use super::entry::Entry;
 use super::quorum::Quorum;
 use super::state::{GroupEvent, Member};
-use super::weights::{self, Standing};
+use super::weights::{self, CommitNotice, Standing};
 use crate::log;
-
-/// What the leader tells the members every tick while weights differ.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct CommitNotice {
-    pub term: u64,
-    /// The weighted commit index.
-    pub index: u64,
-    /// Whether the leader hears members weighing more than half.
-    pub primary: bool,
-}
-
-impl CommitNotice {
-    pub fn encode(&self) -> Bytes {
-        let mut out = Vec::with_capacity(17);
-        out.extend_from_slice(&self.term.to_le_bytes());
-        out.extend_from_slice(&self.index.to_le_bytes());
-        out.push(self.primary as u8);
-        Bytes::from(out)
-    }
-
-    pub fn decode(buf: &[u8]) -> Option<CommitNotice> {
-        if buf.len() != 17 {
-            return None;
-        }
-        let term = u64::from_le_bytes(buf[..8].try_into().ok()?);
-        let index = u64::from_le_bytes(buf[8..16].try_into().ok()?);
-        Some(CommitNotice { term, index, primary: buf[16] != 0 })
-    }
-}
-
-/// A probe carries how far the prober's log goes (last term, last index).
-pub(super) fn encode_log_position(term: u64, index: u64) -> Bytes {
-    let mut out = term.to_le_bytes().to_vec();
-    out.extend_from_slice(&index.to_le_bytes());
-    Bytes::from(out)
-}
-
-pub(super) fn decode_log_position(buf: &[u8]) -> Option<(u64, u64)> {
-    if buf.len() != 16 {
-        return None; // an older member's empty probe
-    }
-    Some((u64::from_le_bytes(buf[..8].try_into().ok()?), u64::from_le_bytes(buf[8..].try_into().ok()?)))
-}
 
 impl Driver {
     /// Committed entries in: every one the gate lets through is applied.
@@ -107,24 +63,21 @@ impl Driver {
             return;
         }
         let prs = self.raw.raft.prs();
-        let acks: Vec<(u64, u32)> = self
-            .state
-            .members()
-            .iter()
-            .filter(|m| m.voter)
-            .map(|m| (prs.get(m.info.id.raft_id()).map_or(0, |p| p.matched), m.weight))
-            .collect();
-        let index = weights::committed(&acks).min(self.raw.raft.raft_log.committed);
+        let index = weights::commit_index(&self.state, |id| prs.get(id).map_or(0, |p| p.matched), self.raw.raft.raft_log.committed);
         self.open_gate(index);
     }
 
-    /// Once a tick while weights differ, the leader tells every member the
-    /// weighted commit index and whether it hears a weighted majority.
+    /// Once a tick, the leader tells every member the weighted commit index
+    /// and whether it hears a weighted majority. Also after weights became
+    /// equal again on the leader: a member behind it may still hold entries
+    /// from before (with equal weights Raft's commit index is the weighted
+    /// one).
     pub(super) fn send_commit_notice(&mut self, now: Instant) {
-        if !self.gate.is_active() || self.raw.raft.state != StateRole::Leader {
+        if !self.gate.ever_active() || self.raw.raft.state != StateRole::Leader {
             return;
         }
-        let notice = CommitNotice { term: self.raw.raft.term, index: self.gate.open_to().unwrap_or(0), primary: self.side_is_primary(now) };
+        let index = self.gate.open_to().unwrap_or(self.raw.raft.raft_log.committed);
+        let notice = CommitNotice { term: self.raw.raft.term, index, primary: self.side_is_primary(now) };
         let payload = notice.encode();
         for id in &self.peers {
             self.net.send(*id, KIND_COMMIT, payload.clone());
@@ -147,18 +100,19 @@ impl Driver {
         self.open_gate(n.index);
     }
 
-    /// Whether this member's side weighs enough to be primary, as heard by
-    /// this member (the leader hears every member).
+    /// The leader's verdict: whether the members it heard within Raft's
+    /// check_quorum window weigh enough to be primary.
     pub(super) fn side_is_primary(&self, now: Instant) -> bool {
-        let standing = self.side_standing(now);
+        let me = self.me.id;
+        let heard = |m: &Member| m.info.id == me || self.liveness.heard_within(m.info.id.raft_id(), now, weights::VERDICT_WINDOW);
+        let standing = weights::side_standing(&self.state, heard);
         standing == Standing::Majority || self.policy.forces_primary(standing)
     }
 
     /// This member and the members it heard from lately, weighed against
     /// the last primary view.
     pub(super) fn side_standing(&self, now: Instant) -> Standing {
-        let side = self.state.weight_of(|m| self.hears(m, now));
-        weights::standing(side, self.state.weight_of(|_| true))
+        weights::side_standing(&self.state, |m| self.hears(m, now))
     }
 
     fn hears(&self, m: &Member, now: Instant) -> bool {
@@ -180,54 +134,15 @@ impl Driver {
         })
     }
 
-    /// Calls every member while no leader is known, saying how far this
-    /// member's log goes.
-    pub(super) fn probe_peers(&mut self, now: Instant) {
-        if !self.quorum.probe_due(now) {
-            return;
-        }
-        let last = self.raw.raft.raft_log.last_index();
-        let payload = encode_log_position(self.raw.raft.raft_log.term(last).unwrap_or(0), last);
-        for id in &self.peers {
-            self.net.send(*id, KIND_PROBE, payload.clone());
-        }
+    /// This member alone weighs more than half but has no leader: it forms
+    /// the component again (see `weights::decides_alone`).
+    pub(super) fn reforms_by_weight(&self) -> bool {
+        weights::decides_alone(&self.state, self.me.id)
     }
 
-    pub(super) fn on_probe(&mut self, from: u64, payload: &[u8]) {
-        if let Some(position) = decode_log_position(payload) {
-            if self.peer_logs.len() < super::driver::REMEMBER_REMOVED || self.peer_logs.contains_key(&from) {
-                self.peer_logs.insert(from, position);
-            }
-        }
-        self.tell_if_removed(from);
-    }
-
-    /// This side weighs more than half but has no leader: the voter of the
-    /// side with the most up-to-date log forms the component again; the
-    /// others wait for it (non-primary) and then join it. Returns whether
-    /// this member is the one.
-    pub(super) fn reforms_by_weight(&self, now: Instant) -> bool {
-        let me = self.me.id.raft_id();
-        let last = self.raw.raft.raft_log.last_index();
-        let mine = (self.raw.raft.raft_log.term(last).unwrap_or(0), last);
-        let side: Vec<(u64, (u64, u64))> = self
-            .state
-            .members()
-            .iter()
-            .filter(|m| m.voter && self.hears(m, now))
-            .map(|m| m.info.id.raft_id())
-            .map(|id| (id, if id == me { mine } else { self.peer_logs.get(&id).copied().unwrap_or((0, 0)) }))
-            .collect();
-        let chosen = weights::reformer(&side);
-        if chosen != Some(me) {
-            log::info!("this side of the partition weighs more than half; member {:x} has the most advanced log and forms the primary component", chosen.unwrap_or(0));
-        }
-        chosen == Some(me)
-    }
-
-    /// Before forming a component again on its own side, a member delivers
-    /// every entry of its log: the old component may have committed them
-    /// (they were held by a weighted majority, which this side meets), and
+    /// Before forming a component again on its own, a member delivers every
+    /// entry of its log: the old component may have delivered them (a
+    /// weighted majority held them, and this member is in every one), and
     /// a component that went on without them would lose acknowledged
     /// writesets.
     pub(super) fn deliver_own_log(&mut self) {
@@ -282,19 +197,5 @@ impl Driver {
         log::warning!("{} committed entries wait for the weighted commit index: refusing a writeset", self.gate.held());
         self.events.push(GroupEvent::ProposalFailed { token });
         true
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn notices_and_log_positions_round_trip_and_refuse_other_lengths() {
-        let n = CommitNotice { term: 7, index: 1234, primary: true };
-        assert_eq!(CommitNotice::decode(&n.encode()), Some(n));
-        assert_eq!(CommitNotice::decode(&n.encode()[..16]), None);
-        assert_eq!(decode_log_position(&encode_log_position(3, 99)), Some((3, 99)));
-        assert_eq!(decode_log_position(&[]), None);
     }
 }

@@ -7,8 +7,8 @@
 //! the two majorities differ, and a side may hold one without the other:
 //! - a heavy minority (one member of weight 3 against two of weight 1) is
 //!   primary by weight but can neither elect nor commit: it forms a new
-//!   component of its own side (a reform), which is safe only if no entry
-//!   was delivered anywhere without it;
+//!   component of its own (a reform), which is safe only if no entry was
+//!   delivered anywhere without it;
 //! - so a light majority must deliver nothing the heavy side lacks: an
 //!   entry Raft committed is held back until voters weighing more than
 //!   half hold it too (the weighted commit index, which the leader
@@ -16,17 +16,26 @@
 //!   non-primary once it has gone without the heavy one for the eviction
 //!   timeout.
 //!
-//! Every delivered entry is thus held by a weighted majority, which meets
-//! any side that is primary by weight: the most up-to-date log of that
-//! side holds every delivered entry (Raft's log-matching argument), and
-//! its reform delivers its whole log before going on.
+//! Every delivered entry is thus held by a weighted majority. A member that
+//! alone weighs more than half is in every weighted majority, so its log
+//! holds every delivered entry: it delivers its whole log and goes on
+//! alone. A side of several members that weighs more than half without a
+//! Raft majority is not reformed (it turns non-primary, as a minority
+//! does): its members could still acknowledge the old component's entries
+//! after the reform, unless they left it together, which would take a
+//! protocol of its own. Galera keeps such a side primary; this is the one
+//! case where lockstep is stricter.
 //!
 //! With equal weights (the default) both majorities are the same and none
 //! of this is active. Pure and deterministic: no clocks, no I/O.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
+use bytes::Bytes;
 use raft::prelude::Entry as RaftEntry;
+
+use super::state::{GroupState, Member};
 
 /// Galera's default `pc.weight`.
 pub const DEFAULT: u32 = 1;
@@ -75,12 +84,61 @@ pub fn committed(acks: &[(u64, u32)]) -> u64 {
     0
 }
 
-/// Which member of a side that is primary by weight (but has no Raft
-/// leader) forms the new component: the most up-to-date log (last term,
-/// last index), as a Raft election would choose, then the lowest id so
-/// that every member of the side names the same one.
-pub fn reformer(side: &[(u64, (u64, u64))]) -> Option<u64> {
-    side.iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(id, _)| *id)
+/// How recently a leader must have heard a member to weigh it: Raft's
+/// check_quorum window (a leader steps down when it has not heard a
+/// majority for an election timeout, 10 ticks of 50 ms), so that a light
+/// majority stops counting its leader about as soon as the heavy side
+/// loses its own.
+pub const VERDICT_WINDOW: Duration = Duration::from_secs(1);
+
+/// The highest index voters weighing more than half hold, as the leader
+/// sees their progress (`matched`), and Raft committed.
+pub fn commit_index(state: &GroupState, matched: impl Fn(u64) -> u64, raft_committed: u64) -> u64 {
+    let acks: Vec<(u64, u32)> = state.members().iter().filter(|m| m.voter).map(|m| (matched(m.info.id.raft_id()), m.weight)).collect();
+    committed(&acks).min(raft_committed)
+}
+
+/// The members a member `hears`, weighed against the last primary view.
+pub fn side_standing(state: &GroupState, hears: impl Fn(&Member) -> bool) -> Standing {
+    standing(state.weight_of(hears), state.weight_of(|_| true))
+}
+
+/// Whether `member` alone weighs more than half of the last primary
+/// view: then every weighted majority includes it, so every entry
+/// delivered anywhere is in its log, and it can form the component again
+/// on its own when it loses its leader (a side of several members cannot:
+/// the others could still acknowledge the old component's entries).
+pub fn decides_alone(state: &GroupState, member: super::super::gtid::Uuid) -> bool {
+    state.weighted() && standing(state.weight_of(|m| m.info.id == member), state.weight_of(|_| true)) == Standing::Majority
+}
+
+/// What the leader tells the members every tick while weights differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommitNotice {
+    pub term: u64,
+    /// The weighted commit index.
+    pub index: u64,
+    /// Whether the leader hears members weighing more than half.
+    pub primary: bool,
+}
+
+impl CommitNotice {
+    pub fn encode(&self) -> Bytes {
+        let mut out = Vec::with_capacity(17);
+        out.extend_from_slice(&self.term.to_le_bytes());
+        out.extend_from_slice(&self.index.to_le_bytes());
+        out.push(self.primary as u8);
+        Bytes::from(out)
+    }
+
+    pub fn decode(buf: &[u8]) -> Option<CommitNotice> {
+        if buf.len() != 17 {
+            return None;
+        }
+        let term = u64::from_le_bytes(buf[..8].try_into().ok()?);
+        let index = u64::from_le_bytes(buf[8..16].try_into().ok()?);
+        Some(CommitNotice { term, index, primary: buf[16] != 0 })
+    }
 }
 
 /// Committed entries on their way to delivery, waiting for the weighted
@@ -95,6 +153,8 @@ pub struct Gate {
     /// Entries up to here may be delivered; None while weights are equal
     /// (everything Raft commits is delivered at once).
     open_to: Option<u64>,
+    /// Weights differed here at some point (see `ever_active`).
+    ever_active: bool,
 }
 
 impl Gate {
@@ -119,6 +179,7 @@ impl Gate {
     /// Weights became unequal (`Some`: delivered up to there so far) or
     /// equal again (`None`). Takes effect from the next entry on.
     pub fn set_active(&mut self, open_to: Option<u64>) {
+        self.ever_active |= open_to.is_some();
         self.open_to = match (self.open_to, open_to) {
             (Some(now), Some(_)) => Some(now),
             (_, next) => next,
@@ -131,6 +192,13 @@ impl Gate {
 
     pub fn open_to(&self) -> Option<u64> {
         self.open_to
+    }
+
+    /// Whether weights ever differed here: a leader whose weights are
+    /// equal again still tells the others its commit index, since a
+    /// member behind it may hold entries from before.
+    pub fn ever_active(&self) -> bool {
+        self.ever_active
     }
 
     /// The weighted commit index reached `index` (it never goes back).
@@ -155,6 +223,7 @@ impl Gate {
     pub fn restart(&mut self, open_to: Option<u64>) {
         self.queue.clear();
         self.open_to = open_to;
+        self.ever_active |= open_to.is_some();
     }
 }
 
@@ -166,8 +235,11 @@ mod tests {
         range.map(|index| RaftEntry { index, ..Default::default() }).collect()
     }
 
-    fn indexes(es: &[RaftEntry]) -> Vec<u64> {
-        es.iter().map(|e| e.index).collect()
+    #[test]
+    fn notices_round_trip_and_refuse_other_lengths() {
+        let n = CommitNotice { term: 7, index: 1234, primary: true };
+        assert_eq!(CommitNotice::decode(&n.encode()), Some(n));
+        assert_eq!(CommitNotice::decode(&n.encode()[..16]), None);
     }
 
     #[test]
@@ -196,13 +268,6 @@ mod tests {
     fn unequal_means_any_two_differ() {
         assert!(!unequal([1, 1, 1]) && !unequal([]) && !unequal([3]));
         assert!(unequal([1, 2, 1]));
-    }
-
-    #[test]
-    fn the_reformer_is_the_most_up_to_date_then_the_lowest_id() {
-        assert_eq!(reformer(&[(7, (3, 10)), (5, (3, 12)), (9, (2, 40))]), Some(5));
-        assert_eq!(reformer(&[(7, (3, 12)), (5, (3, 12))]), Some(5));
-        assert_eq!(reformer(&[]), None);
     }
 
     fn drain(g: &mut Gate) -> Vec<u64> {

@@ -4,8 +4,10 @@
 //!
 //! What the driver does with threads and sockets is mirrored here in a few
 //! lines each: the `Ready` hand-off, joining, promotion, eviction, the
-//! removal notice and rejoin, the quorum watch. Proposal resending and
-//! fences, leaving, reform and whole-cluster recovery are not simulated.
+//! removal notice and rejoin, the quorum watch, weighted quorum (the gate,
+//! the leader's notices, a heavy side forming the component again).
+//! Proposal resending and fences, leaving, `pc.bootstrap` and
+//! whole-cluster recovery are not simulated.
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +22,7 @@ use crate::group::entry::{Entry, MemberInfo, Membership, Transition};
 use crate::group::flow_control::FlowControl;
 use crate::group::liveness::{Liveness, Timeouts};
 use crate::group::quorum::{Change, Quorum};
+use crate::group::weights::{self, CommitNotice, Gate, Standing};
 use crate::group::{self, GroupEvent, GroupLog, GroupState, MemberState, Signal};
 use crate::gtid::{Seqno, Uuid, SEQNO_UNDEFINED};
 use crate::writeset::WriteSet;
@@ -59,7 +62,13 @@ pub struct Member {
     liveness: Liveness,
     pub fc: FlowControl,
     pub joining: bool,
-    bootstrapping: bool,
+    /// The component this member forms once it leads (history, position).
+    bootstrap_at: Option<(Uuid, Seqno)>,
+    /// Its `pc.weight`, and when it may next tell the group.
+    weight: u32,
+    next_weight: u64,
+    gate: Gate,
+    leader_says: Option<(u64, bool, Instant)>,
     stale_until: u64,
     applying: u64,
     removed_seen: Vec<(u64, u64)>,
@@ -87,6 +96,10 @@ pub fn uuid(index: usize) -> Uuid {
 }
 
 fn raw_node(index: usize, election_tick: usize, voters: Vec<u64>) -> RawNode<GroupLog> {
+    group::raft_node_with(&config(index, election_tick), voters).expect("a valid raft configuration")
+}
+
+fn config(index: usize, election_tick: usize) -> raft::Config {
     let mut config = group::raft_config(raft_id(index));
     // raft-rs draws the election timeout from thread_rng in
     // [min, max): a range of one value keeps the run deterministic, and the
@@ -94,12 +107,12 @@ fn raw_node(index: usize, election_tick: usize, voters: Vec<u64>) -> RawNode<Gro
     config.election_tick = election_tick;
     config.min_election_tick = election_tick;
     config.max_election_tick = election_tick + 1;
-    group::raft_node_with(&config, voters).expect("a valid raft configuration")
+    config
 }
 
 impl Member {
     /// Member `index`: the first bootstraps the cluster, the others join.
-    pub fn new(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool) -> Member {
+    pub fn new(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, weight: u32) -> Member {
         let id = uuid(index);
         let info = MemberInfo { id, name: format!("node{}", index + 1), incoming: String::new(), address: format!("sim:{}", index) };
         let voters = if bootstrap { vec![raft_id(index)] } else { vec![] };
@@ -118,7 +131,11 @@ impl Member {
             liveness: Liveness::new(Timeouts::default()),
             fc: FlowControl::default(),
             joining: !bootstrap,
-            bootstrapping: bootstrap,
+            bootstrap_at: bootstrap.then_some((HISTORY, 0)),
+            weight,
+            next_weight: 0,
+            gate: Gate::default(),
+            leader_says: None,
             stale_until: 0,
             applying: 0,
             removed_seen: Vec::new(),
@@ -150,6 +167,10 @@ impl Member {
         !self.joining && self.state.member(self.info.id).is_some() && self.quorum.is_primary() && self.state.is_primary()
     }
 
+    pub fn weight(&self) -> u32 {
+        self.weight
+    }
+
     pub fn position(&self) -> Seqno {
         self.cert.position()
     }
@@ -174,6 +195,7 @@ impl Member {
         self.maybe_bootstrap();
         self.leader_duties(now);
         self.watch_quorum(now);
+        self.weigh(now, now_ms);
         self.apply_backlog(now);
         if let Some(sig) = self.fc.tick(self.id(), now) {
             self.broadcast(Msg::Flow(sig));
@@ -192,14 +214,15 @@ impl Member {
     }
 
     fn maybe_bootstrap(&mut self) {
-        if !self.bootstrapping || !self.is_leader() || self.raw.raft.has_pending_conf() {
+        let Some((history, position)) = self.bootstrap_at else { return };
+        if !self.is_leader() || self.raw.raft.has_pending_conf() {
             return;
         }
         if self.state.member(self.info.id).is_some() {
-            self.bootstrapping = false;
+            self.bootstrap_at = None;
             return;
         }
-        let m = Membership::Bootstrap { history: HISTORY, position: 0, member: self.info.clone() };
+        let m = Membership::Bootstrap { history, position, member: self.info.clone() };
         self.propose_membership(m, ConfChangeType::AddNode);
     }
 
@@ -224,7 +247,12 @@ impl Member {
         if let Some((id, _)) = self.liveness.overdue(&others, now) {
             if let Some(m) = self.state.members().iter().find(|m| m.info.id.raft_id() == id) {
                 let member = m.info.id;
-                self.propose_membership(Membership::Remove { member }, ConfChangeType::RemoveNode);
+                // Not when the rest would weigh no majority (the driver's
+                // evict_silent).
+                let rest = self.state.weight_of(|m| m.info.id != member);
+                if weights::standing(rest, self.state.weight_of(|_| true)) == Standing::Majority || !self.state.weighted() {
+                    self.propose_membership(Membership::Remove { member }, ConfChangeType::RemoveNode);
+                }
             }
         }
     }
@@ -233,11 +261,12 @@ impl Member {
         if self.joining || self.state.member(self.info.id).is_none() {
             return;
         }
-        let leader = group::quorum::has_leader(self.raw.raft.leader_id, self.id(), |id| self.liveness.is_recent(id, now));
+        let leader = group::quorum::has_leader(self.raw.raft.leader_id, self.id(), |id| self.liveness.is_recent(id, now)) && self.weight_allows_leader(now);
         if self.quorum.probe_due(now) {
             self.broadcast(Msg::Probe);
         }
         match self.quorum.observe(leader, now, Timeouts::default().suspect) {
+            Some(Change::Lost) if weights::decides_alone(&self.state, self.info.id) => self.reform(),
             Some(Change::Lost) => self.notes.push(Note::NonPrimary),
             Some(Change::AskRejoin) => {
                 let e = Entry::MemberState { member: self.info.id, transition: Transition::Rejoin, seqno: self.state.seqno() };
@@ -295,6 +324,7 @@ impl Member {
             Msg::Join(info) => self.on_join_request(info),
             Msg::Left(index) => self.on_removed_notice(index),
             Msg::Probe => self.tell_if_removed(from),
+            Msg::Commit(notice) => self.on_commit_notice(from, notice, now),
             Msg::Flow(signal) => {
                 if self.peers().contains(&from) {
                     self.fc.on_message(from, signal, now);
@@ -338,13 +368,16 @@ impl Member {
     /// Removed while cut off: start over as a learner with the same id
     /// (the driver's rejoin).
     fn on_removed_notice(&mut self, index: u64) {
-        if self.joining || self.state.member(self.info.id).is_none() {
+        if self.joining || self.state.member(self.info.id).is_none() || index <= self.stale_until {
             return;
         }
         self.raw = raw_node(self.index, self.election_tick, vec![]);
         self.state = GroupState::new(self.info.id);
         self.cert.reset(SEQNO_UNDEFINED);
         self.quorum = Quorum::default();
+        self.gate.restart(None);
+        self.leader_says = None;
+        self.removed_seen.clear();
         self.fc = FlowControl::default();
         self.joining = true;
         self.next_join = 0;
@@ -355,6 +388,7 @@ impl Member {
 
     fn on_ready(&mut self) {
         group::ready::hand_off(self);
+        self.advance_weighted_commit();
         self.maybe_snapshot();
         if let Some(index) = self.removed_at.take() {
             self.on_removed_notice(index);
@@ -368,27 +402,40 @@ impl Member {
     }
 
     fn apply(&mut self, entries: Vec<raft::prelude::Entry>) {
-        for e in entries {
-            if self.removed_at.is_some() {
-                break;
+        self.gate.push(entries);
+        self.deliver_gated();
+    }
+
+    /// The driver's `deliver_gated`: an entry that changes a weight may
+    /// switch the gate for the very next one.
+    fn deliver_gated(&mut self) {
+        while self.removed_at.is_none() {
+            let Some(e) = self.gate.next() else { break };
+            self.apply_entry(e);
+            let weighted = self.state.weighted();
+            if weighted != self.gate.is_active() {
+                self.gate.set_active(weighted.then_some(self.applying));
             }
-            self.applying = e.index;
-            let mut events = Vec::new();
-            match e.get_entry_type() {
-                EntryType::EntryNormal if e.get_data().is_empty() => {}
-                EntryType::EntryNormal => {
-                    if let Ok(entry) = Entry::decode(&e.data) {
-                        if matches!(entry, Entry::MemberState { member, transition: Transition::Rejoin, .. } if member == self.info.id) {
-                            self.quorum.rejoined();
-                        }
-                        self.state.apply(entry, &mut events);
-                    }
-                }
-                EntryType::EntryConfChange => self.apply_conf_change(e.index, e.get_data(), &mut events),
-                EntryType::EntryConfChangeV2 => {}
-            }
-            self.deliver(e.index, events);
         }
+    }
+
+    fn apply_entry(&mut self, e: raft::prelude::Entry) {
+        self.applying = e.index;
+        let mut events = Vec::new();
+        match e.get_entry_type() {
+            EntryType::EntryNormal if e.get_data().is_empty() => {}
+            EntryType::EntryNormal => {
+                if let Ok(entry) = Entry::decode(&e.data) {
+                    if matches!(entry, Entry::MemberState { member, transition: Transition::Rejoin, .. } if member == self.info.id) {
+                        self.quorum.rejoined();
+                    }
+                    self.state.apply(entry, &mut events);
+                }
+            }
+            EntryType::EntryConfChange => self.apply_conf_change(e.index, e.get_data(), &mut events),
+            EntryType::EntryConfChangeV2 => {}
+        }
+        self.deliver(e.index, events);
     }
 
     fn apply_conf_change(&mut self, index: u64, data: &[u8], events: &mut Vec<GroupEvent>) {
@@ -437,6 +484,13 @@ impl Member {
                     }
                     self.notes.push(Note::Ordered { seqno, origin, token, ws: payload, pass });
                 }
+                // Its own removal replayed from the log: the others' view
+                // (the state numbers on as they do).
+                GroupEvent::View(v) if !v.primary && stale => {
+                    let v = self.state.view();
+                    self.cert.skip(v.seqno);
+                    self.notes.push(Note::View { seqno: v.seqno, conf_id: v.conf_id, members: v.members.iter().map(|m| m.id).collect() });
+                }
                 GroupEvent::View(v) if v.primary => {
                     // A replayed (stale) view is still the same view
                     // everywhere: the checker compares it whole.
@@ -475,6 +529,7 @@ impl Member {
         self.cert.restore(node).expect("a snapshot's certification index restores");
         self.state = state;
         self.applying = index;
+        self.gate.restart(self.state.weighted().then_some(index));
         self.notes.push(Note::Restored { seqno: self.state.seqno() });
         if self.state.member(self.info.id).is_some() && index > self.stale_until {
             self.joining = false;
@@ -501,5 +556,98 @@ impl group::ready::ReadyHandler for Member {
 
     fn apply(&mut self, entries: Vec<raft::prelude::Entry>) {
         Member::apply(self, entries)
+    }
+
+    fn applied(&self) -> Option<u64> {
+        (self.gate.held() > 0).then(|| self.applying.max(self.raw.raft.raft_log.applied))
+    }
+}
+
+/// Weighted quorum, as the driver's `weighted` does it.
+impl Member {
+    /// Tells the group this member's weight; the leader tells every member
+    /// the weighted commit index and its verdict.
+    fn weigh(&mut self, now: Instant, now_ms: u64) {
+        let mine = self.state.member(self.info.id).map(|m| m.weight);
+        if mine.is_some_and(|w| w != self.weight) && self.is_primary() && now_ms >= self.next_weight {
+            self.next_weight = now_ms + 1000;
+            let _ = self.raw.propose(vec![], Entry::Weight { member: self.info.id, weight: self.weight }.encode());
+        }
+        if self.gate.ever_active() && self.is_leader() {
+            let index = self.gate.open_to().unwrap_or(self.raw.raft.raft_log.committed);
+            let notice = CommitNotice { term: self.raw.raft.term, index, primary: self.verdict(now) };
+            self.broadcast(Msg::Commit(notice));
+        }
+    }
+
+    fn verdict(&self, now: Instant) -> bool {
+        let me = self.info.id;
+        let heard = |m: &group::state::Member| m.info.id == me || self.liveness.heard_within(m.info.id.raft_id(), now, weights::VERDICT_WINDOW);
+        weights::side_standing(&self.state, heard) == Standing::Majority
+    }
+
+    fn weight_allows_leader(&self, now: Instant) -> bool {
+        if !self.gate.is_active() {
+            return true;
+        }
+        if self.is_leader() {
+            return self.verdict(now);
+        }
+        let suspect = Timeouts::default().suspect;
+        self.leader_says.is_some_and(|(from, primary, at)| primary && from == self.raw.raft.leader_id && now.saturating_duration_since(at) < suspect)
+    }
+
+    fn on_commit_notice(&mut self, from: u64, n: CommitNotice, now: Instant) {
+        if !self.peers().contains(&from) {
+            return;
+        }
+        if from == self.raw.raft.leader_id && n.term == self.raw.raft.term {
+            self.leader_says = Some((from, n.primary, now));
+        }
+        self.open_gate(n.index);
+    }
+
+    fn advance_weighted_commit(&mut self) {
+        if !self.gate.is_active() || !self.is_leader() {
+            return;
+        }
+        let prs = self.raw.raft.prs();
+        let index = weights::commit_index(&self.state, |id| prs.get(id).map_or(0, |p| p.matched), self.raw.raft.raft_log.committed);
+        self.open_gate(index);
+    }
+
+    fn open_gate(&mut self, index: u64) {
+        self.gate.open(index);
+        if self.gate.held() == 0 {
+            return;
+        }
+        self.deliver_gated();
+        let applied = self.applying.max(self.raw.raft.raft_log.applied);
+        self.raw.advance_apply_to(applied);
+    }
+
+    /// The driver's `deliver_own_log` and `reform`: every entry of its log
+    /// delivered, a new Raft group of its own numbering on, the others
+    /// told they are out when they call.
+    fn reform(&mut self) {
+        let from = self.applying.max(self.raw.raft.raft_log.applied) + 1;
+        let entries = self.raw.raft.raft_log.entries(from, None, raft::GetEntriesContext::empty(false)).unwrap_or_default();
+        self.gate.restart(None);
+        for e in entries {
+            if self.removed_at.is_some() {
+                return;
+            }
+            self.apply_entry(e);
+        }
+        let (last, term) = (self.raw.raft.raft_log.last_index().max(self.applying), self.raw.raft.term);
+        self.raw = group::raft_node_continuing(&config(self.index, self.election_tick), last, term).expect("a valid raft configuration");
+        for id in self.peers() {
+            self.removed_seen.push((id, last));
+        }
+        self.bootstrap_at = Some((self.state.history(), self.state.seqno()));
+        self.state.reform();
+        self.quorum = Quorum::default();
+        self.leader_says = None;
+        let _ = self.raw.campaign();
     }
 }

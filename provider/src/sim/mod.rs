@@ -140,11 +140,14 @@ impl Sim {
         let mut rng = Rng::new(seed);
         let n = if rng.chance(50) { 3 } else { 5 };
         let net = Network::new(rng.below(3), (1, rng.between(2, 40)));
+        // Half the runs weigh members differently (pc.weight 1-3).
+        let weighted = rng.chance(50);
         let mut members = Vec::new();
         for i in 0..n {
             let election = distinct_election(&mut rng, &members);
             let rate = if rng.chance(20) { 1 } else { rng.between(2, 8) as usize };
-            members.push(Member::new(i, election, rate, i == 0));
+            let weight = if weighted { rng.between(1, 3) as u32 } else { 1 };
+            members.push(Member::new(i, election, rate, i == 0, weight));
         }
         let mut sim = Sim {
             rng,
@@ -162,6 +165,9 @@ impl Sim {
             trace,
         };
         sim.net.side = vec![0; n];
+        if trace {
+            eprintln!("weights: {:?}", sim.members.iter().map(|m| m.weight()).collect::<Vec<_>>());
+        }
         sim
     }
 
@@ -308,7 +314,10 @@ impl Sim {
             0 => Fault::None,
             1 => Fault::Partition,
             2 => Fault::Freeze,
-            _ if live.len() == n => Fault::Crash,
+            // A crashed member that weighed a majority of the view leaves
+            // the rest non-primary until an operator bootstraps them
+            // (Galera's rule too): not a fault the run recovers from.
+            _ if live.len() == n && !self.decides_quorum(victim) => Fault::Crash,
             _ => Fault::None,
         };
         match fault {
@@ -345,7 +354,8 @@ impl Sim {
             Fault::Crash => {
                 let i = self.members.len();
                 let election = distinct_election(&mut self.rng, &self.members);
-                self.members.push(Member::new(i, election, self.rng.between(2, 8) as usize, false));
+                let weight = self.members[self.crashed.iter().position(|c| *c).unwrap_or(0)].weight();
+                self.members.push(Member::new(i, election, self.rng.between(2, 8) as usize, false, weight));
                 self.frozen_until.push(0);
                 self.crashed.push(false);
                 self.waiting.push(HashMap::new());
@@ -361,6 +371,13 @@ impl Sim {
         if self.trace {
             eprintln!("{} ms: healed {:?}", self.now, fault);
         }
+    }
+
+    /// Whether the others weigh no majority without member `i`.
+    fn decides_quorum(&self, i: usize) -> bool {
+        let total: u64 = self.members.iter().map(|m| u64::from(m.weight())).sum();
+        let rest = total - u64::from(self.members[i].weight());
+        2 * rest <= total
     }
 
     /// No two primary components once a partition has settled.

@@ -3,6 +3,7 @@
 //! its ends or the link drops it (a reset). A frozen member's messages wait
 //! in its links until it is thawed, as in a real socket buffer.
 
+use crate::group::weights::CommitNotice;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
@@ -25,6 +26,8 @@ pub enum Msg {
     Flow(Signal),
     /// A non-primary member's call (KIND_PROBE).
     Probe,
+    /// The leader's weighted commit index and verdict (KIND_COMMIT).
+    Commit(CommitNotice),
 }
 
 pub struct Envelope {
