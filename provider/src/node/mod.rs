@@ -191,7 +191,7 @@ impl Node {
             address: args.settings.group_address.clone(),
         };
         crate::log::info!("Node {} starts at {}:{}", me.name, position.uuid, position.seqno);
-        let gcache_size = args.settings.gcache_size;
+        let gcache = open_gcache(&args.settings, &args.data_dir, position.uuid);
         let shared = Shared {
             app,
             allow: args.allow,
@@ -234,7 +234,7 @@ impl Node {
             in_view: Default::default(),
             fc_requested: Default::default(),
             fc_cached_limits: AtomicU64::new((16 << 32) | 16),
-            gcache: Mutex::new(crate::gcache::Gcache::new(gcache_size)),
+            gcache: Mutex::new(gcache),
             ist: Default::default(),
             ist_cv: Condvar::new(),
             joined_from: Mutex::new(Gtid::UNDEFINED),
@@ -305,6 +305,17 @@ fn start_position(saved: &mut SavedState, state_id: Gtid) -> Gtid {
         return Gtid::new(p.uuid, SEQNO_UNDEFINED);
     }
     Gtid::new(p.uuid, seqno)
+}
+
+/// The gcache as the last run left it, kept only when its seqnos are of
+/// the history the node's data is in.
+fn open_gcache(s: &Settings, data_dir: &std::path::Path, history: Uuid) -> crate::gcache::Gcache {
+    let mut gcache = crate::gcache::Gcache::open(&s.gcache_path(data_dir), s.gcache_size, s.gcache_recover);
+    if gcache.history() != history && gcache.last().is_some() {
+        crate::log::info!("the gcache holds seqnos of history {}, this node's data is of history {}: discarding them", gcache.history(), history);
+    }
+    gcache.set_history(history);
+    gcache
 }
 
 impl Shared {
