@@ -154,6 +154,29 @@ impl Gcache {
         self.merge();
     }
 
+    /// Forgets the seqnos after `seqno`, in the file too. At startup,
+    /// what the cache holds beyond the data's position was ordered but
+    /// may never have committed anywhere: a cluster that went down at
+    /// once starts again from its most advanced data, and may order other
+    /// writesets at those seqnos.
+    pub fn truncate_after(&mut self, seqno: Seqno) {
+        let (Some(first), Some(last)) = (self.run.first(), self.run.last()) else { return };
+        if last <= seqno {
+            return;
+        }
+        log::info!("gcache: discarding seqnos {}-{}, past this node's position {}", first.max(seqno + 1), last, seqno);
+        if seqno < first {
+            return self.clear(); // one write instead of one per record
+        }
+        let dropped = self.run.slots(seqno + 1, last).unwrap_or_default();
+        self.run.truncate_from(seqno + 1);
+        for (_, slot) in dropped {
+            if let Err(e) = self.ring.erase(slot.offset) {
+                return self.lose_file(e);
+            }
+        }
+    }
+
     pub fn clear(&mut self) {
         self.reset(self.ring.history());
     }

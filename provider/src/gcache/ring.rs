@@ -189,6 +189,12 @@ impl Ring {
         Ok(offset)
     }
 
+    /// Makes the record at `offset` unrecognisable, so that recovery
+    /// never finds it again.
+    pub fn erase(&mut self, offset: u64) -> io::Result<()> {
+        self.medium.write_at(&[0; 4], offset)
+    }
+
     /// How far the write position has to go to reach `offset`.
     fn distance(&self, offset: u64) -> u64 {
         if offset >= self.head {

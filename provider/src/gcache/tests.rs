@@ -315,3 +315,23 @@ fn what_the_cache_holds_is_always_what_was_pushed() {
         assert!(g.bytes() as u64 <= g.ring.capacity());
     }
 }
+
+#[test]
+fn what_is_cut_at_startup_stays_cut_after_another_restart() {
+    let file = TempFile::new();
+    let mut g = file.open(1 << 16);
+    g.set_history(history());
+    for s in 1..=10 {
+        g.push(s, ws(9, s as u8));
+    }
+    // The data is at 6: 7..=10 may be ordered anew, and differently.
+    g.truncate_after(6);
+    assert_eq!(seqnos(&g), (Some(1), Some(6)));
+    g.push(7, ws(9, 77));
+    drop(g);
+    let mut g = file.open(1 << 16);
+    assert_eq!(g.range(1, 7).unwrap()[6], (7, ws(9, 77)));
+    assert_eq!(g.last(), Some(7), "8..=10 do not come back");
+    g.truncate_after(-1);
+    assert_eq!(seqnos(&g), (None, None), "an unknown position keeps nothing");
+}

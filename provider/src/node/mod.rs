@@ -191,7 +191,7 @@ impl Node {
             address: args.settings.group_address.clone(),
         };
         crate::log::info!("Node {} starts at {}:{}", me.name, position.uuid, position.seqno);
-        let gcache = open_gcache(&args.settings, &args.data_dir, position.uuid);
+        let gcache = open_gcache(&args.settings, &args.data_dir, position);
         let shared = Shared {
             app,
             allow: args.allow,
@@ -307,14 +307,16 @@ fn start_position(saved: &mut SavedState, state_id: Gtid) -> Gtid {
     Gtid::new(p.uuid, seqno)
 }
 
-/// The gcache as the last run left it, kept only when its seqnos are of
-/// the history the node's data is in.
-fn open_gcache(s: &Settings, data_dir: &std::path::Path, history: Uuid) -> crate::gcache::Gcache {
+/// The gcache as the last run left it, up to where the node's data is
+/// (as with Galera): only the seqnos of that history that the data holds
+/// are sure to be part of the cluster's order.
+fn open_gcache(s: &Settings, data_dir: &std::path::Path, position: Gtid) -> crate::gcache::Gcache {
     let mut gcache = crate::gcache::Gcache::open(&s.gcache_path(data_dir), s.gcache_size, s.gcache_recover);
-    if gcache.history() != history && gcache.last().is_some() {
-        crate::log::info!("the gcache holds seqnos of history {}, this node's data is of history {}: discarding them", gcache.history(), history);
+    if gcache.history() != position.uuid && gcache.last().is_some() {
+        crate::log::info!("the gcache holds seqnos of history {}, this node's data is of history {}: discarding them", gcache.history(), position.uuid);
     }
-    gcache.set_history(history);
+    gcache.set_history(position.uuid);
+    gcache.truncate_after(position.seqno);
     gcache
 }
 
