@@ -11,7 +11,7 @@
 //! `gcache.dir`/`gcache.name` (`galera.cache` in the data directory, as
 //! with Galera); only the index (seqno -> place in the file) is in memory.
 //! The newest seqnos are always kept, the oldest overwritten first. The
-//! file survives a restart (`gcache.recover`, [`open`]): a restarted node
+//! file survives a restart (`gcache.recover`, `open.rs`): a restarted node
 //! can still serve IST for what it had cached. Galera's overflow pages
 //! (`gcache.page_size`, files for writesets that do not fit the ring) are
 //! not implemented: a writeset larger than the whole ring is not cached.
@@ -196,7 +196,7 @@ impl Gcache {
             Cached::Writeset { payload, certified } => (Kind::Writeset, *certified, payload),
             Cached::View => (Kind::View, false, &[]),
         };
-        if record_size(payload.len()) > self.ring.capacity() {
+        if payload.len() > u32::MAX as usize || record_size(payload.len()) > self.ring.capacity() {
             if !std::mem::replace(&mut self.oversize_noted, true) {
                 log::info!(
                     "seqno {} ({} bytes) is larger than the whole gcache ring buffer ({} bytes): not cached, the cache starts afresh after it",

@@ -232,6 +232,10 @@ pub fn scan(medium: &Medium, header: &FileHeader) -> io::Result<Vec<Found>> {
     let mut window = Window::default();
     let end = header.size;
     let mut pos = FILE_HEADER;
+    // Bytes read for candidates that turn out damaged: what is left of a
+    // torn record may hold many look-alike headers (it is user data), and
+    // reading each one's claimed length must not make startup quadratic.
+    let mut wasted_budget = 4 * end;
     while pos + RECORD_HEADER as u64 <= end {
         let head = window.get(medium, pos, RECORD_HEADER, end)?;
         if let Some(h) = RecordHeader::decode(head) {
@@ -243,6 +247,7 @@ pub fn scan(medium: &Medium, header: &FileHeader) -> io::Result<Vec<Found>> {
                     pos += size;
                     continue;
                 }
+                wasted_budget = wasted_budget.checked_sub(size).ok_or_else(|| io::Error::other("too many damaged records"))?;
             }
         }
         pos += ALIGN;

@@ -335,3 +335,26 @@ fn what_is_cut_at_startup_stays_cut_after_another_restart() {
     g.truncate_after(-1);
     assert_eq!(seqnos(&g), (None, None), "an unknown position keeps nothing");
 }
+
+#[test]
+fn look_alike_headers_cannot_make_recovery_slow() {
+    use std::os::unix::fs::FileExt;
+    let file = TempFile::new();
+    let mut g = file.open(1 << 16);
+    g.set_history(history());
+    g.push(1, ws(5, 1));
+    drop(g);
+    // What is left of a torn writeset whose bytes mimic record headers,
+    // each claiming a long payload.
+    let mut fake = [0u8; RECORD_HEADER];
+    fake[..4].copy_from_slice(b"LSgc");
+    fake[4] = 1;
+    fake[24..28].copy_from_slice(&30_000u32.to_le_bytes());
+    let f = std::fs::OpenOptions::new().write(true).open(&file.0).unwrap();
+    for i in 0..1000 {
+        f.write_all_at(&fake, FILE_HEADER + 64 + i * RECORD_HEADER as u64).unwrap();
+    }
+    let started = std::time::Instant::now();
+    assert_eq!(seqnos(&file.open(1 << 16)), (None, None), "recreated");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+}
