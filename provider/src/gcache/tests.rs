@@ -23,6 +23,13 @@ impl TempFile {
     fn open(&self, size: usize) -> Gcache {
         Gcache::open(&self.0, size, true)
     }
+    /// A cache of a new history in the file, holding 1..=`last`.
+    fn filled(&self, last: Seqno) -> Gcache {
+        let mut g = self.open(1 << 16);
+        g.set_history(history());
+        (1..=last).for_each(|s| g.push(s, ws(9, s as u8)));
+        g
+    }
     /// Flips a byte of the file.
     fn damage(&self, offset: u64) {
         use std::os::unix::fs::FileExt;
@@ -192,15 +199,9 @@ fn a_foreign_file_is_recreated() {
 #[test]
 fn recovery_needs_the_same_size_and_gcache_recover() {
     let file = TempFile::new();
-    let mut g = file.open(1 << 16);
-    g.set_history(history());
-    g.push(1, ws(5, 1));
-    drop(g);
+    drop(file.filled(1));
     assert_eq!(seqnos(&Gcache::open(&file.0, 1 << 16, false)), (None, None));
-    let mut g = file.open(1 << 16);
-    g.set_history(history());
-    g.push(1, ws(5, 1));
-    drop(g);
+    drop(file.filled(1));
     assert_eq!(seqnos(&file.open(1 << 17)), (None, None), "gcache.size changed");
     assert_eq!(std::fs::metadata(&file.0).unwrap().len(), 1 << 17);
 }
@@ -230,11 +231,7 @@ fn a_new_history_empties_the_cache_and_the_file() {
 #[test]
 fn a_hole_filled_by_a_state_transfer_joins_what_was_kept() {
     let file = TempFile::new();
-    let mut g = file.open(1 << 16);
-    g.set_history(history());
-    for s in 1..=10 {
-        g.push(s, ws(9, s as u8));
-    }
+    let mut g = file.filled(10);
     // A snapshot brought the node to 15 while it held up to 10; its data
     // was at 8, so its IST sends 9..=15 while the group goes on at 16.
     g.continue_after(15);
@@ -319,11 +316,7 @@ fn what_the_cache_holds_is_always_what_was_pushed() {
 #[test]
 fn what_is_cut_at_startup_stays_cut_after_another_restart() {
     let file = TempFile::new();
-    let mut g = file.open(1 << 16);
-    g.set_history(history());
-    for s in 1..=10 {
-        g.push(s, ws(9, s as u8));
-    }
+    let mut g = file.filled(10);
     // The data is at 6: 7..=10 may be ordered anew, and differently.
     g.truncate_after(6);
     assert_eq!(seqnos(&g), (Some(1), Some(6)));
@@ -340,10 +333,7 @@ fn what_is_cut_at_startup_stays_cut_after_another_restart() {
 fn look_alike_headers_cannot_make_recovery_slow() {
     use std::os::unix::fs::FileExt;
     let file = TempFile::new();
-    let mut g = file.open(1 << 16);
-    g.set_history(history());
-    g.push(1, ws(5, 1));
-    drop(g);
+    drop(file.filled(1));
     // What is left of a torn writeset whose bytes mimic record headers,
     // each claiming a long payload.
     let mut fake = [0u8; RECORD_HEADER];
