@@ -1,8 +1,9 @@
 //! The ring buffer: a file of fixed size whose header names the history,
 //! followed by records written one after the other; when the next record
 //! does not fit before the end, writing goes on from the start. A record
-//! is one `pwrite` (no user-space buffering, no fsync: a killed server
-//! loses nothing it wrote, as with Galera's gcache, which syncs no more).
+//! is written as it is cached, header then payload (no user-space
+//! buffering, no fsync: a killed server loses nothing it wrote, as with
+//! Galera's gcache, which syncs no more).
 //!
 //! The ring knows where its records are, in the order the write position
 //! will reach them, and reports those it overwrites; what they mean (seqno
@@ -62,7 +63,6 @@ impl Medium {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Placed {
     pub offset: u64,
-    pub size: u64,
     pub seqno: Seqno,
 }
 
@@ -82,8 +82,6 @@ pub struct Ring {
     /// Records the cache still uses, in the order `head` reaches them
     /// (oldest first).
     placed: VecDeque<Placed>,
-    /// One record's bytes on their way to the medium.
-    scratch: Vec<u8>,
 }
 
 impl Ring {
@@ -112,7 +110,6 @@ impl Ring {
             head: FILE_HEADER,
             next_serial: 0,
             placed: VecDeque::new(),
-            scratch: Vec::new(),
         };
         if let Some(last) = newest {
             ring.next_serial = last.header.serial + 1;
@@ -121,7 +118,7 @@ impl Ring {
                 ring.head = FILE_HEADER;
             }
         }
-        let mut placed: Vec<Placed> = kept.iter().map(|f| Placed { offset: f.offset, size: record_size(f.header.len as usize), seqno: f.header.seqno }).collect();
+        let mut placed: Vec<Placed> = kept.iter().map(|f| Placed { offset: f.offset, seqno: f.header.seqno }).collect();
         placed.sort_by_key(|p| ring.distance(p.offset));
         ring.placed = placed.into();
         ring
@@ -176,16 +173,14 @@ impl Ring {
         }
         let offset = if wraps { FILE_HEADER } else { self.head };
         let header = RecordHeader { seqno, serial: self.next_serial, kind, certified, len: payload.len() as u32 };
-        self.scratch.clear();
-        self.scratch.extend_from_slice(&header.encode(self.header.nonce, payload));
-        self.scratch.extend_from_slice(payload);
-        self.medium.write_at(&self.scratch, offset)?;
+        self.medium.write_at(&header.encode(self.header.nonce, payload), offset)?;
+        self.medium.write_at(payload, offset + RECORD_HEADER as u64)?;
         self.next_serial += 1;
         self.head = offset + size;
         if self.head >= self.header.size {
             self.head = FILE_HEADER;
         }
-        self.placed.push_back(Placed { offset, size, seqno });
+        self.placed.push_back(Placed { offset, seqno });
         Ok(offset)
     }
 
