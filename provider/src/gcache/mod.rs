@@ -16,9 +16,11 @@
 //! (`gcache.page_size`, files for writesets that do not fit the ring) are
 //! not implemented: a writeset larger than the whole ring is not cached.
 //!
-//! Within one history a seqno always stands for the same thing (total
-//! order), which is what lets a restarted node keep what it cached beyond
-//! its data's position while the group sends those seqnos again.
+//! Within one history a seqno that committed anywhere always stands for
+//! the same thing (total order): a restarted node keeps what it cached up
+//! to its data's position (beyond it, after a whole-cluster crash, the
+//! seqnos may be ordered anew), and the group sending a cached seqno again
+//! only rewrites it.
 
 mod open;
 mod record;
@@ -96,8 +98,8 @@ impl Gcache {
     }
 
     /// Caches `seqno`, the next in the group's order. A seqno the cache
-    /// holds already (a restarted node receiving again what it had cached
-    /// beyond its data's position) replaces it and everything after it;
+    /// holds already (the group's log replayed to a restarted or rejoining
+    /// node from before its position) replaces it and everything after it;
     /// one that leaves a gap (after a state transfer) starts the cache
     /// afresh: it only ever serves a gap-free run.
     pub fn push(&mut self, seqno: Seqno, item: Cached) {
