@@ -272,7 +272,7 @@ registry! {
     EvsViewForgetTimeout EVS_VIEW_FORGET_TIMEOUT DurationKey = "evs.view_forget_timeout",
         dur_ms(1000), shown("PT24H"), Static, Canonical, false, false,
         "How long past views are remembered";
-    GcacheDir GCACHE_DIR StrKey = "gcache.dir", STR, DERIVED, Static, Verbatim, false, false,
+    GcacheDir GCACHE_DIR StrKey = "gcache.dir", STR, DERIVED, Static, Verbatim, false, true,
         "Directory of the write-set cache; base_dir by default";
     GcacheKeepPagesSize GCACHE_KEEP_PAGES_SIZE IntKey = "gcache.keep_pages_size", int(0, MAX),
         shown("0"), Dynamic, CanonicalAtRuntime, false, false,
@@ -280,11 +280,11 @@ registry! {
     GcacheMemSize GCACHE_MEM_SIZE IntKey = "gcache.mem_size", int(0, MAX), shown("0"),
         Dynamic, CanonicalAtRuntime, false, false, "Size of the in-memory cache (deprecated in Galera docs)";
     GcacheName GCACHE_NAME StrKey = "gcache.name", STR, shown("galera.cache"), Static, Verbatim,
-        false, false, "File name of the ring buffer (relative to gcache.dir)";
+        false, true, "File name of the ring buffer (relative to gcache.dir)";
     GcachePageSize GCACHE_PAGE_SIZE IntKey = "gcache.page_size", int(0, MAX), shown("128M"),
         Dynamic, CanonicalAtRuntime, false, false, "Size of overflow page files";
     GcacheRecover GCACHE_RECOVER BoolKey = "gcache.recover", BOOL, shown("yes"), Static,
-        Verbatim, false, false, "Recover the write-set cache at startup so IST can serve from it";
+        Verbatim, false, true, "Recover the write-set cache at startup so IST can serve from it";
     GcacheSize GCACHE_SIZE IntKey = "gcache.size", int(0, MAX), shown("128M"), Static,
         Verbatim, false, true, "Size of the write-set cache ring buffer (IST window)";
     GcommThreadPrio GCOMM_THREAD_PRIO StrKey = "gcomm.thread_prio", Kind::ThreadPrio, shown(""),
@@ -544,6 +544,9 @@ mod tests {
                 "debug",
                 "evs.inactive_timeout",
                 "evs.suspect_timeout",
+                "gcache.dir",
+                "gcache.name",
+                "gcache.recover",
                 "gcache.size",
                 "gcs.fc_factor",
                 "gcs.fc_limit",

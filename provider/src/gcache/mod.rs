@@ -1,23 +1,41 @@
 //! The writeset cache (Galera's gcache): the most recent ordered seqnos,
-//! in order and without gaps, bounded by `gcache.size`, so that a member
-//! can serve a joiner an incremental state transfer (IST) instead of a
-//! full copy of the data.
+//! in order and without gaps, so that a member can serve a joiner an
+//! incremental state transfer (IST) instead of a full copy of the data.
 //!
 //! Every seqno is here as what the server saw for it: a writeset (its
 //! bytes as ordered, and whether it passed certification, a deterministic
 //! verdict every member shares) or a configuration change (a primary view,
-//! which carries no data). Payloads are shared with the rest of the node
-//! (`Bytes`), so caching costs no copy.
+//! which carries no data).
 //!
-//! Kept in memory: a restarted member starts with an empty cache
-//! (`gcache.recover` is not implemented), and the newest seqnos are always
-//! kept, oldest dropped first, as with Galera's ring buffer.
+//! The records live in a ring buffer file of `gcache.size` bytes,
+//! `gcache.dir`/`gcache.name` (`galera.cache` in the data directory, as
+//! with Galera); only the index (seqno -> place in the file) is in memory.
+//! The newest seqnos are always kept, the oldest overwritten first. The
+//! file survives a restart (`gcache.recover`, `open.rs`): a restarted node
+//! can still serve IST for what it had cached. Galera's overflow pages
+//! (`gcache.page_size`, files for writesets that do not fit the ring) are
+//! not implemented: a writeset larger than the whole ring is not cached.
+//!
+//! Within one history a seqno that committed anywhere always stands for
+//! the same thing (total order): a restarted node keeps what it cached up
+//! to its data's position (beyond it, after a whole-cluster crash, the
+//! seqnos may be ordered anew), and the group sending a cached seqno again
+//! only rewrites it.
 
-use std::collections::VecDeque;
+mod open;
+mod record;
+mod ring;
+mod run;
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::gtid::Seqno;
+use crate::gtid::{Seqno, Uuid};
+use crate::log;
+use record::{record_size, Kind};
+use ring::{Medium, Placed, Ring};
+use run::{Run, Slot};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Cached {
@@ -26,123 +44,259 @@ pub enum Cached {
     View,
 }
 
-impl Cached {
-    fn size(&self) -> usize {
-        // A fixed overhead per seqno, so that even views count.
-        64 + match self {
-            Cached::Writeset { payload, .. } => payload.len(),
-            Cached::View => 0,
-        }
-    }
+pub struct Gcache {
+    ring: Ring,
+    /// The file, or "memory", for log lines.
+    place: String,
+    /// What `range` serves.
+    run: Run,
+    /// Seqnos kept below a hole that this node's own state transfer fills
+    /// ([`Gcache::continue_after`]); `run` then starts right after it.
+    below: Option<Below>,
+    /// A record too large for the ring was logged, and nothing was cached
+    /// since (one line for a series of them).
+    oversize_noted: bool,
 }
 
 #[derive(Debug)]
-pub struct Gcache {
-    items: VecDeque<(Seqno, Cached)>,
-    bytes: usize,
-    limit: usize,
+struct Below {
+    run: Run,
+    /// The last seqno of the hole.
+    upto: Seqno,
+}
+
+/// Seqnos looked up under the cache's lock, to be read from the ring
+/// without it (a large range takes a while to read).
+pub struct Plan {
+    medium: Arc<Medium>,
+    nonce: u64,
+    slots: Vec<(Seqno, Slot)>,
 }
 
 impl Gcache {
-    pub fn new(limit: usize) -> Gcache {
-        Gcache { items: VecDeque::new(), bytes: 0, limit }
+    /// A cache in memory only (tests; and a node whose file cannot be
+    /// used).
+    pub fn in_memory(size: usize) -> Gcache {
+        Gcache::with_ring(Ring::in_memory(size as u64, Uuid::NIL), "memory".into(), Run::default())
     }
 
-    pub fn set_limit(&mut self, limit: usize) {
-        self.limit = limit;
-        self.trim();
+    fn with_ring(ring: Ring, place: String, run: Run) -> Gcache {
+        Gcache { ring, place, run, below: None, oversize_noted: false }
     }
 
-    /// Caches `seqno`. A seqno that does not follow the last one (after a
-    /// state transfer or a new history) starts the cache afresh: it only
-    /// ever holds a gap-free run.
-    pub fn push(&mut self, seqno: Seqno, item: Cached) {
-        if self.last().is_some_and(|last| seqno != last + 1) {
-            self.clear();
+    /// The history the cached seqnos belong to.
+    pub fn history(&self) -> Uuid {
+        self.ring.history()
+    }
+
+    /// Seqnos of another history are of no use: a change empties the
+    /// cache.
+    pub fn set_history(&mut self, history: Uuid) {
+        if history != self.ring.history() {
+            self.reset(history);
         }
-        self.bytes += item.size();
-        self.items.push_back((seqno, item));
-        self.trim();
+    }
+
+    /// Caches `seqno`, the next in the group's order. A seqno the cache
+    /// holds already (the group's log replayed to a restarted or rejoining
+    /// node from before its position) replaces it and everything after it;
+    /// one that leaves a gap (after a state transfer) starts the cache
+    /// afresh: it only ever serves a gap-free run.
+    pub fn push(&mut self, seqno: Seqno, item: Cached) {
+        match (self.run.first(), self.run.last()) {
+            (Some(_), Some(last)) if seqno == last + 1 => {}
+            (Some(first), Some(last)) if first <= seqno && seqno <= last => self.run.truncate_from(seqno),
+            (Some(_), _) => self.clear(),
+            (None, _) => {
+                if self.below.as_ref().is_some_and(|b| seqno != b.upto + 1) {
+                    self.below = None;
+                }
+            }
+        }
+        match self.write(seqno, &item) {
+            Some(slot) => self.run.push(seqno, slot),
+            None => self.clear(),
+        }
+        self.merge();
+    }
+
+    /// The group's order goes on after `upto` (a snapshot of the group
+    /// state brought this node there): seqnos up to `upto` come, if at
+    /// all, from this node's own state transfer ([`Gcache::fill`]). What
+    /// the cache holds before the hole is kept until then.
+    pub fn continue_after(&mut self, upto: Seqno) {
+        self.below = None;
+        if self.run.last().is_some_and(|last| last >= upto) {
+            return; // no hole: the next push continues or overlaps the run
+        }
+        let run = std::mem::take(&mut self.run);
+        self.below = Some(Below { run, upto });
+    }
+
+    /// A seqno this node receives by IST: it closes the hole left by
+    /// [`Gcache::continue_after`] when it follows what is kept below it.
+    pub fn fill(&mut self, seqno: Seqno, item: Cached) {
+        let Some(below) = &mut self.below else { return };
+        if seqno > below.upto {
+            return; // the group's order brought it
+        }
+        match below.run.last() {
+            Some(last) if seqno <= last => return, // held already: the same
+            Some(last) if seqno != last + 1 => below.run = Run::default(),
+            _ => {}
+        }
+        match self.write(seqno, &item) {
+            Some(slot) => {
+                if let Some(below) = &mut self.below {
+                    below.run.push(seqno, slot);
+                }
+            }
+            None => self.below = None,
+        }
+        self.merge();
+    }
+
+    /// Forgets the seqnos after `seqno`, in the file too. At startup,
+    /// what the cache holds beyond the data's position was ordered but
+    /// may never have committed anywhere: a cluster that went down at
+    /// once starts again from its most advanced data, and may order other
+    /// writesets at those seqnos.
+    pub fn truncate_after(&mut self, seqno: Seqno) {
+        let (Some(first), Some(last)) = (self.run.first(), self.run.last()) else { return };
+        if last <= seqno {
+            return;
+        }
+        log::info!("gcache: discarding seqnos {}-{}, past this node's position {}", first.max(seqno + 1), last, seqno);
+        if seqno < first {
+            return self.clear(); // one write instead of one per record
+        }
+        let dropped = self.run.slots(seqno + 1, last).unwrap_or_default();
+        self.run.truncate_from(seqno + 1);
+        for (_, slot) in dropped {
+            if let Err(e) = self.ring.erase(slot.offset) {
+                return self.lose_file(e);
+            }
+        }
     }
 
     pub fn clear(&mut self) {
-        self.items.clear();
-        self.bytes = 0;
+        self.reset(self.ring.history());
     }
 
-    fn trim(&mut self) {
-        while self.bytes > self.limit {
-            let Some((_, old)) = self.items.pop_front() else { break };
-            self.bytes -= old.size();
+    fn reset(&mut self, history: Uuid) {
+        self.run = Run::default();
+        self.below = None;
+        if let Err(e) = self.ring.reset(history) {
+            self.lose_file(e);
         }
     }
 
+    /// Writes one record; None when it is not cached (too large for the
+    /// ring, or the file failed).
+    fn write(&mut self, seqno: Seqno, item: &Cached) -> Option<Slot> {
+        let (kind, certified, payload): (Kind, bool, &[u8]) = match item {
+            Cached::Writeset { payload, certified } => (Kind::Writeset, *certified, payload),
+            Cached::View => (Kind::View, false, &[]),
+        };
+        if payload.len() > u32::MAX as usize || record_size(payload.len()) > self.ring.capacity() {
+            if !std::mem::replace(&mut self.oversize_noted, true) {
+                log::info!(
+                    "seqno {} ({} bytes) is larger than the whole gcache ring buffer ({} bytes): not cached, the cache starts afresh after it",
+                    seqno,
+                    payload.len(),
+                    self.ring.capacity()
+                );
+            }
+            return None;
+        }
+        let mut evicted = Vec::new();
+        match self.ring.write(seqno, kind, certified, payload, &mut evicted) {
+            Ok(offset) => {
+                evicted.into_iter().for_each(|p| self.evict(p));
+                self.oversize_noted = false;
+                Some(Slot { offset, len: payload.len() as u32, kind, certified })
+            }
+            Err(e) => {
+                self.lose_file(e);
+                None
+            }
+        }
+    }
+
+    /// The ring overwrote `p`: the seqnos up to it leave the cache (older
+    /// ones too, so that what remains has no gap).
+    fn evict(&mut self, p: Placed) {
+        if self.run.holds(p.seqno, p.offset) {
+            self.run.drop_through(p.seqno);
+            self.below = None;
+        } else if let Some(below) = self.below.as_mut().filter(|b| b.run.holds(p.seqno, p.offset)) {
+            below.run.drop_through(p.seqno);
+        }
+    }
+
+    /// Joins what is kept below the hole to the run once the hole is
+    /// filled.
+    fn merge(&mut self) {
+        if self.below.as_ref().is_none_or(|b| b.run.last() != Some(b.upto)) {
+            return;
+        }
+        let Some(Below { mut run, upto }) = self.below.take() else { return };
+        assert!(self.run.first().is_none_or(|first| first == upto + 1), "the run starts right after the hole");
+        run.extend(std::mem::take(&mut self.run));
+        self.run = run;
+    }
+
+    /// The file failed: what it held is lost, and the cache goes on in
+    /// memory rather than stop the node.
+    fn lose_file(&mut self, e: std::io::Error) {
+        log::error!("gcache ring buffer {}: {}; the cache goes on in memory (a restart of this node will not find it)", self.place, e);
+        *self = Gcache::with_ring(Ring::in_memory(self.ring.size(), self.ring.history()), "memory".into(), Run::default());
+    }
+
     pub fn first(&self) -> Option<Seqno> {
-        self.items.front().map(|(s, _)| *s)
+        self.run.first()
     }
 
     pub fn last(&self) -> Option<Seqno> {
-        self.items.back().map(|(s, _)| *s)
+        self.run.last()
+    }
+
+    /// Ring bytes of the cached records.
+    pub fn bytes(&self) -> usize {
+        self.run.bytes() as usize
+    }
+
+    /// Where seqnos `from..=to` are, if the cache holds all of them.
+    pub fn plan(&self, from: Seqno, to: Seqno) -> Option<Plan> {
+        let slots = self.run.slots(from, to)?;
+        Some(Plan { medium: self.ring.medium(), nonce: self.ring.nonce(), slots })
     }
 
     /// Seqnos `from..=to`, if the cache holds all of them.
     pub fn range(&self, from: Seqno, to: Seqno) -> Option<Vec<(Seqno, Cached)>> {
-        let first = self.first()?;
-        if from < first || to > self.last()? || from > to {
-            return None;
-        }
-        let start = (from - first) as usize;
-        let items: Vec<_> = self.items.range(start..=start + (to - from) as usize).cloned().collect();
-        debug_assert!(items.iter().zip(from..).all(|((s, _), want)| *s == want), "the cache is gap-free");
-        Some(items)
+        self.plan(from, to)?.read()
+    }
+}
+
+impl Plan {
+    /// The records, as long as the ring has not overwritten any of them
+    /// since they were looked up.
+    pub fn read(&self) -> Option<Vec<(Seqno, Cached)>> {
+        self.try_read().map_err(|e| log::info!("gcache: {}", e)).ok()
     }
 
-    pub fn bytes(&self) -> usize {
-        self.bytes
+    fn try_read(&self) -> Result<Vec<(Seqno, Cached)>, String> {
+        let read_one = |&(seqno, slot): &(Seqno, Slot)| {
+            let (header, payload) = ring::read(&self.medium, self.nonce, slot.offset, seqno, slot.len)?;
+            let item = match header.kind {
+                Kind::View => Cached::View,
+                Kind::Writeset => Cached::Writeset { payload, certified: header.certified },
+            };
+            Ok((seqno, item))
+        };
+        self.slots.iter().map(read_one).collect()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ws(n: usize) -> Cached {
-        Cached::Writeset { payload: Bytes::from(vec![7u8; n]), certified: true }
-    }
-
-    #[test]
-    fn a_covered_range_comes_back_in_order() {
-        let mut g = Gcache::new(1 << 20);
-        for s in 10..20 {
-            g.push(s, if s == 15 { Cached::View } else { ws(10) });
-        }
-        let r = g.range(12, 16).unwrap();
-        assert_eq!(r.iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![12, 13, 14, 15, 16]);
-        assert_eq!(r[3].1, Cached::View);
-        assert_eq!(g.range(9, 12), None, "before the first");
-        assert_eq!(g.range(18, 20), None, "after the last");
-        assert_eq!(g.range(19, 19).unwrap().len(), 1);
-    }
-
-    #[test]
-    fn the_oldest_seqnos_go_first_past_the_size_limit() {
-        let mut g = Gcache::new(3 * (64 + 100));
-        for s in 1..=5 {
-            g.push(s, ws(100));
-        }
-        assert_eq!((g.first(), g.last()), (Some(3), Some(5)));
-        assert!(g.bytes() <= 3 * 164);
-        g.set_limit(164);
-        assert_eq!(g.first(), Some(5));
-    }
-
-    #[test]
-    fn a_gap_starts_the_cache_afresh() {
-        let mut g = Gcache::new(1 << 20);
-        g.push(1, ws(1));
-        g.push(2, ws(1));
-        g.push(9, ws(1));
-        assert_eq!((g.first(), g.last()), (Some(9), Some(9)));
-        assert_eq!(g.range(1, 2), None);
-    }
-}
+mod tests;

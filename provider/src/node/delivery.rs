@@ -133,8 +133,12 @@ impl Shared {
         }
         self.last_ordered.store(view.seqno, Ordering::SeqCst);
         self.status().history = view.history;
-        // The seqnos before the snapshot are not here to serve IST.
-        self.gcache.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        // The seqnos up to the snapshot reach this node, if at all, by
+        // its own IST: what the gcache holds before them waits for it.
+        let mut gcache = self.gcache.lock().unwrap_or_else(|e| e.into_inner());
+        gcache.set_history(view.history);
+        gcache.continue_after(view.seqno);
+        drop(gcache);
         self.take_view(view);
     }
 
@@ -204,7 +208,10 @@ impl Shared {
         if v.primary {
             self.adopt_history(&v);
             self.cert.lock().unwrap_or_else(|e| e.into_inner()).skip(v.seqno);
-            self.gcache.lock().unwrap_or_else(|e| e.into_inner()).push(v.seqno, crate::gcache::Cached::View);
+            let mut gcache = self.gcache.lock().unwrap_or_else(|e| e.into_inner());
+            gcache.set_history(v.history);
+            gcache.push(v.seqno, crate::gcache::Cached::View);
+            drop(gcache);
             self.last_ordered.store(v.seqno, Ordering::SeqCst);
         }
         self.take_view(v);

@@ -46,7 +46,7 @@ impl Shared {
         if from.0 != self.history() || from.1 < 0 || from.1 > seqno {
             return false;
         }
-        let items = if from.1 == seqno { Some(Vec::new()) } else { self.gcache.lock().unwrap_or_else(|e| e.into_inner()).range(from.1 + 1, seqno) };
+        let items = if from.1 == seqno { Some(Vec::new()) } else { self.cached(from.1 + 1, seqno) };
         let Some(items) = items else {
             if request.iter().all(|b| *b == 0) {
                 log::error!("{} rejoins a running server and needs IST from {}, but the gcache does not hold it: restart that node (it then joins by SST)", joiner, from.1 + 1);
@@ -88,6 +88,13 @@ impl Shared {
         true
     }
 
+    /// Seqnos `from..=to` from the gcache, read without holding its lock
+    /// (the group thread caches every seqno under it).
+    fn cached(&self, from: Seqno, to: Seqno) -> Option<Vec<(Seqno, Cached)>> {
+        let plan = self.gcache.lock().unwrap_or_else(|e| e.into_inner()).plan(from, to)?;
+        plan.read()
+    }
+
     /// The joiner's side, once the server reported `gtid` (older than
     /// `entered`, where the live stream begins): applies the donor's
     /// seqnos up to `entered`. The position reached, or None on failure.
@@ -102,6 +109,9 @@ impl Shared {
             }
         };
         for (seqno, item) in items.into_iter().take_while(|(s, _)| *s <= entered) {
+            // What the group's order did not bring this node: a restarted
+            // node's gcache goes on from what it had cached.
+            self.gcache.lock().unwrap_or_else(|e| e.into_inner()).fill(seqno, item.clone());
             if seqno <= gtid.seqno {
                 continue;
             }

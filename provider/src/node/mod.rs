@@ -191,7 +191,7 @@ impl Node {
             address: args.settings.group_address.clone(),
         };
         crate::log::info!("Node {} starts at {}:{}", me.name, position.uuid, position.seqno);
-        let gcache_size = args.settings.gcache_size;
+        let gcache = open_gcache(&args.settings, &args.data_dir, position);
         let shared = Shared {
             app,
             allow: args.allow,
@@ -234,7 +234,7 @@ impl Node {
             in_view: Default::default(),
             fc_requested: Default::default(),
             fc_cached_limits: AtomicU64::new((16 << 32) | 16),
-            gcache: Mutex::new(crate::gcache::Gcache::new(gcache_size)),
+            gcache: Mutex::new(gcache),
             ist: Default::default(),
             ist_cv: Condvar::new(),
             joined_from: Mutex::new(Gtid::UNDEFINED),
@@ -305,6 +305,19 @@ fn start_position(saved: &mut SavedState, state_id: Gtid) -> Gtid {
         return Gtid::new(p.uuid, SEQNO_UNDEFINED);
     }
     Gtid::new(p.uuid, seqno)
+}
+
+/// The gcache as the last run left it, up to where the node's data is
+/// (as with Galera): only the seqnos of that history that the data holds
+/// are sure to be part of the cluster's order.
+fn open_gcache(s: &Settings, data_dir: &std::path::Path, position: Gtid) -> crate::gcache::Gcache {
+    let mut gcache = crate::gcache::Gcache::open(&s.gcache_path(data_dir), s.gcache_size, s.gcache_recover);
+    if gcache.history() != position.uuid && gcache.last().is_some() {
+        crate::log::info!("the gcache holds seqnos of history {}, this node's data is of history {}: discarding them", gcache.history(), position.uuid);
+    }
+    gcache.set_history(position.uuid);
+    gcache.truncate_after(position.seqno);
+    gcache
 }
 
 impl Shared {

@@ -2,6 +2,7 @@
 //! the provider starts and after every successful `options_set`; the node
 //! never parses option strings itself.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -32,6 +33,12 @@ pub struct Settings {
     /// `gcache.size`: how many bytes of recent writesets a member keeps to
     /// serve IST.
     pub gcache_size: usize,
+    /// `gcache.dir` (empty: the data directory) and `gcache.name`: the
+    /// ring buffer file.
+    pub gcache_dir: String,
+    pub gcache_name: String,
+    /// `gcache.recover`: a restarted node keeps what its gcache held.
+    pub gcache_recover: bool,
     /// Where the group transport listens (`gmcast.listen_addr`, without
     /// its scheme).
     pub group_listen: String,
@@ -55,6 +62,9 @@ impl Default for Settings {
             debug: false,
             quorum_policy: Default::default(),
             gcache_size: 128 << 20,
+            gcache_dir: String::new(),
+            gcache_name: "galera.cache".into(),
+            gcache_recover: true,
             group_listen: "127.0.0.1:0".into(),
             group_address: String::new(),
         }
@@ -85,9 +95,22 @@ impl Settings {
                 weight: cfg.get(keys::PC_WEIGHT).clamp(0, 255) as u32,
             },
             gcache_size: cfg.get(keys::GCACHE_SIZE).max(0) as usize,
+            gcache_dir: cfg.str(keys::GCACHE_DIR).unwrap_or_default().to_string(),
+            gcache_name: cfg.str(keys::GCACHE_NAME).unwrap_or_default().to_string(),
+            gcache_recover: cfg.get(keys::GCACHE_RECOVER),
             group_listen: cfg.str(keys::GMCAST_LISTEN_ADDR).map(strip_scheme).unwrap_or_default(),
             group_address: advertised(cfg),
         }
+    }
+}
+
+impl Settings {
+    /// The gcache file: `gcache.name` in `gcache.dir` (the data directory
+    /// when unset), or `gcache.name` itself when it is an absolute path.
+    pub fn gcache_path(&self, data_dir: &Path) -> PathBuf {
+        let name = if self.gcache_name.is_empty() { "galera.cache" } else { &self.gcache_name };
+        let dir = if self.gcache_dir.is_empty() { data_dir } else { Path::new(&self.gcache_dir) };
+        dir.join(name)
     }
 }
 
@@ -122,5 +145,18 @@ mod tests {
         assert_eq!(advertised_for("127.0.0.1"), "127.0.0.1:4567");
         assert_eq!(advertised_for("::1"), "[::1]:4567");
         assert_eq!(advertised_for(""), "");
+    }
+
+    #[test]
+    fn the_gcache_file_is_in_the_data_directory_unless_told_otherwise() {
+        let settings = |options: &str| {
+            let cfg = lockstep_config::Config::init(&lockstep_config::NodeInfo { node_address: "", data_dir: "/var/lib/mysql/" }, options).unwrap();
+            Settings::from_config(&cfg)
+        };
+        let data = Path::new("/var/lib/mysql/");
+        assert_eq!(settings("").gcache_path(data), Path::new("/var/lib/mysql/galera.cache"));
+        assert_eq!(settings("gcache.dir=/cache;gcache.name=x.cache").gcache_path(data), Path::new("/cache/x.cache"));
+        assert_eq!(settings("gcache.name=/elsewhere/g.cache").gcache_path(data), Path::new("/elsewhere/g.cache"));
+        assert!(settings("").gcache_recover && !settings("gcache.recover=no").gcache_recover);
     }
 }

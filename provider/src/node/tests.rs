@@ -96,7 +96,7 @@ fn start(dir: PathBuf, appliers: usize) -> Harness {
         node_incoming: "127.0.0.1:3306".into(),
         data_dir: dir.clone(),
         state_id: Gtid::UNDEFINED,
-        settings: Settings::default(),
+        settings: Settings { gcache_size: 1 << 20, ..Settings::default() },
         allow: std::sync::Arc::new(|_: &str| true),
         isolation: None,
     };
@@ -421,7 +421,7 @@ fn unsafe_grastate_refuses_bootstrap() {
         node_incoming: "AUTO".into(),
         data_dir: dir,
         state_id: Gtid::UNDEFINED,
-        settings: Settings::default(),
+        settings: Settings { gcache_size: 1 << 20, ..Settings::default() },
         allow: std::sync::Arc::new(|_: &str| true),
         isolation: None,
     };

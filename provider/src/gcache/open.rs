@@ -1,0 +1,129 @@
+//! Opening the ring buffer file when the node starts: recovering what the
+//! previous run left in it (`gcache.recover`), or starting it afresh. The
+//! file is input like any other: a damaged or foreign one is recreated,
+//! never trusted; and a node whose file cannot be created at all keeps
+//! its cache in memory rather than fail to start.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+use super::record::{FileHeader, FILE_HEADER};
+use super::ring::{self, Found, Medium, Ring};
+use super::run::{Run, Slot};
+use super::Gcache;
+use crate::gtid::{Seqno, Uuid};
+use crate::log;
+
+impl Gcache {
+    /// The cache in the ring buffer file at `path`, `size` bytes; with
+    /// `recover`, holding what a previous run cached there.
+    pub fn open(path: &Path, size: usize, recover: bool) -> Gcache {
+        let size = (size as u64).max(FILE_HEADER);
+        let place = path.display().to_string();
+        let file = match OpenOptions::new().read(true).write(true).create(true).mode(0o600).open(path) {
+            Ok(f) => f,
+            Err(e) => return Gcache::without_file(&place, size, e),
+        };
+        let why = match recover {
+            true => match recover_file(&file, size) {
+                Ok((header, found)) => return Gcache::recovered(Medium::File(file), place, header, found),
+                Err(why) => why,
+            },
+            false => "gcache.recover is off".to_string(),
+        };
+        // A note, as with Galera: a new node has no file to recover.
+        log::info!("Skipped GCache ring buffer recovery: {}", why);
+        match fresh(file, size) {
+            Ok(ring) => Gcache::with_ring(ring, place, Run::default()),
+            Err(e) => Gcache::without_file(&place, size, e),
+        }
+    }
+
+    fn without_file(place: &str, size: u64, e: io::Error) -> Gcache {
+        log::error!("Cannot use the gcache ring buffer file {}: {}; the gcache is kept in memory (after a restart this node cannot serve IST)", place, e);
+        Gcache::in_memory(size as usize)
+    }
+
+    /// The longest gap-free run that ends at the highest seqno found.
+    fn recovered(medium: Medium, place: String, header: FileHeader, found: Vec<Found>) -> Gcache {
+        let newest = found.iter().max_by_key(|f| f.header.serial).copied();
+        let kept = gap_free_tail(&found);
+        let mut run = Run::default();
+        for f in &kept {
+            let slot = Slot { offset: f.offset, len: f.header.len, kind: f.header.kind, certified: f.header.certified };
+            run.push(f.header.seqno, slot);
+        }
+        match (run.first(), run.last()) {
+            (Some(first), Some(last)) => log::info!(
+                "Recovering GCache ring buffer: found {} seqnos {}-{} of history {} ({} records in the file)",
+                run.len(),
+                first,
+                last,
+                header.history,
+                found.len()
+            ),
+            _ => log::info!("Recovering GCache ring buffer: no seqnos of history {}", header.history),
+        }
+        let ring = Ring::resume(medium, header, newest.as_ref(), &kept);
+        Gcache::with_ring(ring, place, run)
+    }
+}
+
+/// The file's header and intact records, or why it cannot be recovered.
+fn recover_file(file: &File, size: u64) -> Result<(FileHeader, Vec<Found>), String> {
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    if len == 0 {
+        return Err("no ring buffer file yet".into());
+    }
+    let mut head = [0u8; 64];
+    file.read_exact_at(&mut head, 0).map_err(|e| format!("reading the file header: {}", e))?;
+    let header = FileHeader::decode(&head)?;
+    if header.size != size || len != size {
+        return Err(format!("the file holds {} bytes, gcache.size is {}", len, size));
+    }
+    if header.history == Uuid::NIL {
+        return Err("could not determine history UUID".into());
+    }
+    let medium = Medium::File(file.try_clone().map_err(|e| e.to_string())?);
+    let found = ring::scan(&medium, &header).map_err(|e| format!("scanning the file: {}", e))?;
+    Ok((header, found))
+}
+
+/// The records of the gap-free run of seqnos that ends at the highest one
+/// found, in seqno order. A seqno found twice (written again after a
+/// restart) is taken from its latest record.
+fn gap_free_tail(found: &[Found]) -> Vec<Found> {
+    let mut latest: BTreeMap<Seqno, Found> = BTreeMap::new();
+    for f in found.iter().filter(|f| f.header.seqno >= 0) {
+        let e = latest.entry(f.header.seqno).or_insert(*f);
+        if f.header.serial > e.header.serial {
+            *e = *f;
+        }
+    }
+    let mut run: Vec<Found> = Vec::new();
+    for (seqno, f) in latest.into_iter().rev() {
+        if run.last().is_some_and(|l| l.header.seqno != seqno + 1) {
+            break;
+        }
+        run.push(f);
+    }
+    run.reverse();
+    run
+}
+
+/// Empties the file and gives it its size on disk now, so that a full
+/// disk shows here and not at some later write.
+fn fresh(file: File, size: u64) -> io::Result<Ring> {
+    file.set_len(0)?;
+    // SAFETY: a valid descriptor; posix_fallocate only sizes the file.
+    match unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, size as libc::off_t) } {
+        0 => {}
+        libc::EOPNOTSUPP | libc::EINVAL => file.set_len(size)?,
+        e => return Err(io::Error::from_raw_os_error(e)),
+    }
+    Ring::create(Medium::File(file), size, Uuid::NIL)
+}
