@@ -117,6 +117,8 @@ pub(super) struct Counters {
     pub stopped: AtomicBool,
     /// `wsrep_cluster_weight`: the primary component's weight, 0 outside one.
     pub cluster_weight: AtomicU64,
+    /// This member's weight as the group has ordered it.
+    pub own_weight: AtomicU64,
 }
 
 impl Counters {
@@ -151,7 +153,7 @@ pub(super) struct Driver {
     reads_asked: Vec<(u64, Sender<Seqno>)>,
     reads_ready: Vec<(u64, Sender<Seqno>)>,
     next_read: u64,
-    counters: Arc<Counters>,
+    pub(super) counters: Arc<Counters>,
     /// Our writesets until they are ordered, and fire-and-forget
     /// proposals Raft dropped (no leader), to retry.
     pub(super) proposals: Proposals,
@@ -490,7 +492,7 @@ impl Driver {
         self.watch_quorum();
         self.send_commit_notice(now);
         self.propose_weight(now);
-        self.counters.cluster_weight.store(self.cluster_weight(), AtomicOrdering::Relaxed);
+        self.publish_weights();
         self.resend();
         self.maybe_fence();
         if let Some(sig) = self.fc.tick(self.me.id.raft_id(), Instant::now()) {

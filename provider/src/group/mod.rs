@@ -209,7 +209,7 @@ impl Group {
             me.address = net.local_addr().to_string();
         }
         let (tx, rx) = channel();
-        let counters = Arc::new(Counters { send_queue: AtomicU64::new(0), stopped: Default::default(), cluster_weight: AtomicU64::new(0) });
+        let counters = Arc::new(Counters { send_queue: AtomicU64::new(0), stopped: Default::default(), cluster_weight: AtomicU64::new(0), own_weight: AtomicU64::new(0) });
         let start = match cfg.mode {
             Mode::Bootstrap { history, position } => Start::Bootstrap { history, position },
             Mode::Join { peers } => Start::Join { peers },
@@ -357,6 +357,19 @@ impl Group {
     /// component (0 outside one).
     pub fn cluster_weight(&self) -> u64 {
         self.counters.cluster_weight.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Waits until the group has ordered `weight` as this member's (true),
+    /// or `timeout` passed.
+    pub fn wait_weight(&self, weight: u32, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while self.counters.own_weight.load(AtomicOrdering::Relaxed) != u64::from(weight) {
+            if Instant::now() >= deadline || self.counters.stopped.load(AtomicOrdering::SeqCst) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
     }
 
     pub fn transport_stats(&self) -> TransportStats {

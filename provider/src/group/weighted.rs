@@ -170,23 +170,27 @@ impl Driver {
     pub(super) fn propose_weight(&mut self, now: Instant) {
         let Some(m) = self.state.member(self.me.id) else { return };
         if m.weight == self.policy.weight || !self.quorum.is_primary() {
+            self.weight_asked = None;
             return;
         }
         if self.weight_asked.is_some_and(|at| now.saturating_duration_since(at) < Quorum::PROBE_EVERY) {
             return;
         }
+        if self.weight_asked.is_none() {
+            log::info!("pc.weight of this node is {}: telling the group", self.policy.weight);
+        }
         self.weight_asked = Some(now);
-        log::info!("pc.weight of this node is {}: telling the group", self.policy.weight);
         let _ = self.raw.propose(vec![], Entry::Weight { member: self.me.id, weight: self.policy.weight }.encode());
     }
 
-    /// The sum of the weights of the primary component (0 outside one),
-    /// for `wsrep_cluster_weight`.
-    pub(super) fn cluster_weight(&self) -> u64 {
-        if !self.quorum.is_primary() || !self.state.is_primary() {
-            return 0;
-        }
-        self.state.weight_of(|_| true)
+    /// `wsrep_cluster_weight` (the primary component's weight, 0 outside
+    /// one) and this member's weight as ordered, for the node.
+    pub(super) fn publish_weights(&self) {
+        let primary = self.quorum.is_primary() && self.state.is_primary();
+        let cluster = if primary { self.state.weight_of(|_| true) } else { 0 };
+        let own = self.state.member(self.me.id).map_or(0, |m| m.weight);
+        self.counters.cluster_weight.store(cluster, std::sync::atomic::Ordering::Relaxed);
+        self.counters.own_weight.store(u64::from(own), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// A writeset proposal is refused while too much waits at the gate.

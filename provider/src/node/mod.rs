@@ -180,6 +180,10 @@ pub const CAPABILITIES: u32 = (1 << 0) // MULTI_MASTER
     | (1 << 8) // INCREMENTAL_WRITESET
     | (1 << 15); // STREAMING
 
+/// How long `SET GLOBAL wsrep_provider_options='pc.weight=N'` waits for
+/// the group to order the new weight.
+const WEIGHT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Node {
     pub fn new(args: InitArgs, app: Box<dyn Application>) -> Node {
         let mut saved = SavedState::open(&args.data_dir);
@@ -339,6 +343,12 @@ impl Shared {
         if let Some(g) = self.group() {
             g.set_timeouts(s.timeouts);
             g.set_policy(s.quorum_policy);
+            // Galera's SET of pc.weight returns once the group has the new
+            // weight (mtr tests isolate a node right after it).
+            let primary = self.status().view.as_ref().is_some_and(|v| v.primary);
+            if primary && !g.wait_weight(s.quorum_policy.weight, WEIGHT_WAIT) {
+                crate::log::info!("pc.weight {} not yet known to the group after {:?}; it will be", s.quorum_policy.weight, WEIGHT_WAIT);
+            }
         }
         *self.settings.write().unwrap_or_else(|e| e.into_inner()) = s;
         self.refresh_fc_limits();
