@@ -158,7 +158,7 @@ impl Shared {
         }
         match self.ist_items(state.seqno, sst.upto, &sst.addr) {
             Ok(items) => {
-                let note = format!(": what the SST's state at {} lacks up to the state request at {}", state.seqno, sst.upto);
+                let note = format!(", after the SST's state at {} up to the state request at {}", state.seqno, sst.upto);
                 self.send_ist(sst.joiner, &sst.addr, state.seqno, sst.upto, items, &note);
             }
             Err(why) => log::warning!("no IST after the SST to {}: {}", sst.joiner, why),
@@ -198,7 +198,7 @@ impl Shared {
         header.covers(position, entered)?;
         if position < entered {
             // Galera's wording: operators and mtr tests look for it.
-            log::info!("Receiving IST: {} writesets, seqnos {}-{}", entered - position, position + 1, entered);
+            log::info!("Receiving IST: {} events (writesets and configuration changes), seqnos {}-{}", entered - position, position + 1, entered);
         } else {
             log::info!("IST of seqnos {}-{} after the state transfer: none missing here (state at {}, joined at {})", header.first, header.last, position, entered);
         }
