@@ -432,6 +432,14 @@ impl Config {
         node::ist_address(addr, base_port).ok()
     }
 
+    /// Where the IST receiver binds when that is not where it is reached
+    /// (`ist.recv_bind`, behind NAT): `tcp://host:port`, port as above.
+    pub fn ist_recv_bind(&self) -> Option<String> {
+        let bind = self.str(keys::IST_RECV_BIND)?;
+        let base_port = u16::try_from(self.get(keys::BASE_PORT)).expect("base_port is u16");
+        node::ist_address(bind, base_port).ok()
+    }
+
     fn note_explicit(&mut self, opt: Opt) {
         self.entry_mut(opt).explicit = true;
         let spec = opt.spec();

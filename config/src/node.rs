@@ -141,10 +141,16 @@ pub fn resolve_host(host: &str) -> Result<String, String> {
 
 /// The address the IST receiver is reached at: `recv_addr` (else
 /// `base_host`) with `tcp://` and, when no port is given, `base_port + 1`.
+/// A bare IPv6 host (`wsrep_node_address=::1`) gets its brackets, or the
+/// port could not be told from the address.
 pub fn ist_address(recv_addr: &str, base_port: u16) -> Result<String, String> {
     let (scheme, rest) = split_scheme(recv_addr);
     let (host, port) = split_host_port(rest)?;
     let port = port.unwrap_or(base_port.wrapping_add(1));
+    let host = match host.contains(':') && !host.starts_with('[') {
+        true => format!("[{host}]"),
+        false => host.to_string(),
+    };
     Ok(format!("{}://{host}:{port}", scheme.unwrap_or("tcp")))
 }
 
@@ -228,6 +234,7 @@ mod tests {
             ist_address("ssl://[::1]", 4567).unwrap(),
             "ssl://[::1]:4568"
         );
+        assert_eq!(ist_address("::1", 4567).unwrap(), "tcp://[::1]:4568");
     }
 
     #[test]

@@ -349,9 +349,9 @@ registry! {
     IstKeepKeys IST_KEEP_KEYS BoolKey = "ist.keep_keys", BOOL, hidden("yes"), Static, Verbatim,
         false, false, "Send keys with IST write sets";
     IstRecvAddr IST_RECV_ADDR StrKey = "ist.recv_addr", Kind::Addr, DERIVED, Static, Verbatim,
-        false, false, "Address the joiner receives IST on; host of wsrep_node_address, port base_port+1";
+        false, true, "Address the joiner receives IST on; host of wsrep_node_address, port base_port+1";
     IstRecvBind IST_RECV_BIND StrKey = "ist.recv_bind", Kind::Addr, HIDDEN, Static, Verbatim,
-        false, false, "Address the IST receiver binds to (when behind NAT)";
+        false, true, "Address the IST receiver binds to (when behind NAT)";
     PcAnnounceTimeout PC_ANNOUNCE_TIMEOUT DurationKey = "pc.announce_timeout", DUR,
         shown("PT3S"), Static, Verbatim, false, false, "Wait for peers at startup";
     PcBootstrap PC_BOOTSTRAP BoolKey = "pc.bootstrap", BOOL, hidden("no"), Action, Verbatim,
@@ -554,6 +554,8 @@ mod tests {
                 "gcs.fc_single_primary",
                 "gcs.sync_donor",
                 "gmcast.isolate",
+                "ist.recv_addr",
+                "ist.recv_bind",
                 "pc.bootstrap",
                 "pc.ignore_quorum",
                 "pc.ignore_sb",

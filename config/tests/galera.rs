@@ -496,6 +496,16 @@ fn ist_receive_address_is_host_and_next_port() {
     );
     let nameless = Config::init(&node(""), "").unwrap();
     assert_eq!(nameless.ist_recv_addr(), None);
+    // IPv6 node addresses, bare or bracketed (mtr's galera_ipv6 tests).
+    let bare = Config::init(&node("::1"), "base_port=27010").unwrap();
+    assert_eq!(bare.ist_recv_addr().as_deref(), Some("tcp://[::1]:27011"));
+    let bracketed = Config::init(&node("[::1]:27010"), "").unwrap();
+    assert_eq!(bracketed.ist_recv_addr().as_deref(), Some("tcp://[::1]:27011"));
+    let mtr = Config::init(&node("::1"), "base_port=27010;gmcast.listen_addr=tcp://[::]:27010;ist.recv_addr=[::1]").unwrap();
+    assert_eq!(mtr.ist_recv_addr().as_deref(), Some("tcp://[::1]:27011"));
+    assert_eq!(mtr.ist_recv_bind(), None);
+    let bind = init("ist.recv_bind=0.0.0.0");
+    assert_eq!(bind.ist_recv_bind().as_deref(), Some("tcp://0.0.0.0:27011"));
 }
 
 #[test]

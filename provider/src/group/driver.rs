@@ -36,9 +36,6 @@ pub trait Delivery: Send + 'static {
     /// The node layer's state to ship in a Raft snapshot, as of every event
     /// delivered so far (its certification index).
     fn snapshot(&mut self) -> Vec<u8>;
-    /// A chunk of an incremental state transfer a donor sent this member
-    /// (outside the total order: see `transfer::ist`).
-    fn transfer(&mut self, _chunk: Bytes) {}
 }
 
 pub(super) enum Command {
@@ -70,8 +67,8 @@ pub(super) const KIND_FLOW: u8 = 3;
 /// "You are out": sent to a member the group has just removed (the leader
 /// stops replicating to it, so it would never see its removal commit).
 pub(super) const KIND_LEFT: u8 = 4;
-/// A chunk of an incremental state transfer, donor to joiner.
-pub(super) const KIND_IST: u8 = 5;
+// Kind 5 carried IST chunks until IST got its own connection
+// (`transfer::channel`, protocol 2).
 /// "Am I still one of you?": a non-primary member's call; a member that
 /// removed it answers with KIND_LEFT (see `Quorum::probe_due`).
 pub(super) const KIND_PROBE: u8 = 6;
@@ -448,7 +445,6 @@ impl Driver {
                 Err(e) => log::warning!("undecodable raft message from {:x}: {}", from, e),
             },
             Inbound::Frame { kind: KIND_JOIN, payload, .. } => self.on_join_request(&payload),
-            Inbound::Frame { kind: KIND_IST, payload, .. } => self.delivery.transfer(payload),
             Inbound::Frame { kind: KIND_PROBE, from, .. } => self.tell_if_removed(from),
             Inbound::Frame { kind: KIND_COMMIT, from, payload } => self.on_commit_notice(from, &payload),
             Inbound::Frame { kind: KIND_LEFT, payload, .. } => {

@@ -6,7 +6,7 @@
 //! version u8 (1) | tag u8 | body
 //! Ordered      origin uuid 16 | token u64 | payload...
 //! MemberState  member uuid 16 | transition u8 | seqno i64
-//! StateRequest joiner uuid 16 | donors str | ist uuid 16 | ist seqno i64 | request...
+//! StateRequest joiner uuid 16 | donors str | ist uuid 16 | ist seqno i64 | ist addr str | request...
 //! Fence        origin uuid 16 | token u64
 //! Weight       member uuid 16 | weight u32
 //! member := uuid 16 | name str | incoming str | address str ; str := len u16 | utf-8
@@ -50,6 +50,15 @@ pub enum Transition {
     Rejoin = 4,
 }
 
+/// What a joiner offers for an incremental transfer: the position its
+/// data holds and where its IST receiver listens (`tcp://host:port`;
+/// empty: no receiver, so a full SST and nothing after it).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct IstRequest {
+    pub position: (Uuid, Seqno),
+    pub addr: String,
+}
+
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Entry {
     /// A writeset (or TOI, fragment, rollback): consumes a seqno. `token`
@@ -58,7 +67,7 @@ pub enum Entry {
     Ordered { origin: Uuid, token: u64, payload: Bytes },
     MemberState { member: Uuid, transition: Transition, seqno: Seqno },
     /// A joiner asks for its state: the group picks a donor.
-    StateRequest { joiner: Uuid, donors: String, ist: (Uuid, Seqno), request: Bytes },
+    StateRequest { joiner: Uuid, donors: String, ist: IstRequest, request: Bytes },
     /// The origin's proposals with tokens up to this one that are not
     /// ordered yet never will be (they were lost with a leader): every
     /// member drops them if they arrive later.
@@ -124,8 +133,9 @@ impl Entry {
                 out.push(STATE_REQUEST);
                 out.extend_from_slice(&joiner.0);
                 encode_str(donors, &mut out);
-                out.extend_from_slice(&ist.0 .0);
-                out.extend_from_slice(&ist.1.to_le_bytes());
+                out.extend_from_slice(&ist.position.0 .0);
+                out.extend_from_slice(&ist.position.1.to_le_bytes());
+                encode_str(&ist.addr, &mut out);
                 out.extend_from_slice(request);
             }
             Entry::Fence { origin, token } => {
@@ -165,7 +175,8 @@ impl Entry {
             STATE_REQUEST => {
                 let joiner = r.uuid()?;
                 let donors = r.string()?;
-                let ist = (r.uuid()?, r.u64()? as i64);
+                let position = (r.uuid()?, r.u64()? as i64);
+                let ist = IstRequest { position, addr: r.string()? };
                 Ok(Entry::StateRequest { joiner, donors, ist, request: buf.slice(r.pos..) })
             }
             FENCE => {
@@ -352,7 +363,7 @@ mod tests {
         let req = Entry::StateRequest {
             joiner: Uuid::random(),
             donors: "node1,".into(),
-            ist: (Uuid::random(), 12),
+            ist: IstRequest { position: (Uuid::random(), 12), addr: "tcp://[::1]:4568".into() },
             request: Bytes::from_static(b"mariabackup\0127.0.0.1:4444/xtrabackup_sst//1\0"),
         };
         round_trip(req);

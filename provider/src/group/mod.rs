@@ -34,7 +34,7 @@ pub use driver::Delivery;
 /// For the simulator, which drives the same Raft setup without the driver.
 pub use driver::{join_snapshot, raft_config, raft_node_continuing, raft_node_with, split_snapshot};
 pub use log::GroupLog;
-pub use entry::{MemberInfo, Transition};
+pub use entry::{IstRequest, MemberInfo, Transition};
 pub use state::{DonorError, GroupEvent, GroupState, MemberState, View};
 
 use driver::{Command, Counters, Driver, DriverConfig, Start};
@@ -259,8 +259,9 @@ impl Group {
     }
 
     /// Asks the group for a state transfer to this member (the server's
-    /// SST request, the donors it prefers, the position it already has).
-    pub fn state_request(&self, donors: &str, ist: (Uuid, Seqno), request: &[u8]) -> Result<(), GroupError> {
+    /// SST request, the donors it prefers, the position it already has and
+    /// where it receives IST).
+    pub fn state_request(&self, donors: &str, ist: IstRequest, request: &[u8]) -> Result<(), GroupError> {
         let entry = Entry::StateRequest { joiner: self.me.id, donors: donors.into(), ist, request: bytes::Bytes::copy_from_slice(request) };
         self.command(Command::Propose { token: 0, data: entry.encode() })
     }
@@ -298,13 +299,6 @@ impl Group {
     /// `gmcast.isolate`: cuts this member off the network (tests), or not.
     pub fn isolate(&self, on: bool) {
         let _ = self.command(Command::Isolate(on));
-    }
-
-    /// Queues a chunk of an incremental state transfer for `member`; false
-    /// when the link cannot take it now (no link yet, or its queue is
-    /// full): the donor retries, as the transport expects.
-    pub fn send_ist(&self, member: Uuid, chunk: bytes::Bytes) -> bool {
-        self.net.send(member.raft_id(), driver::KIND_IST, chunk)
     }
 
     /// `pc.bootstrap=YES`: a non-primary member forms a primary component

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::entry::{Entry, MemberInfo, Membership, Transition};
+use super::entry::{Entry, IstRequest, MemberInfo, Membership, Transition};
 use super::weights;
 use crate::gtid::{Seqno, Uuid};
 
@@ -73,7 +73,7 @@ pub enum GroupEvent {
     /// A joiner's state request, with the donor the group chose; `seqno` is
     /// the group position when it was ordered (the donor's state is at
     /// least this).
-    StateTransfer { joiner: Uuid, donor: Result<Uuid, DonorError>, request: Bytes, ist: (Uuid, Seqno), seqno: Seqno },
+    StateTransfer { joiner: Uuid, donor: Result<Uuid, DonorError>, request: Bytes, ist: IstRequest, seqno: Seqno },
     /// The origin's unordered proposals up to `token` are dead.
     Fenced { origin: Uuid, token: u64 },
     /// A local proposal will never be ordered (no leader would take it).
@@ -302,7 +302,7 @@ impl GroupState {
         out.push(GroupEvent::MemberState { member: id, state, desync_count });
     }
 
-    fn state_request(&mut self, joiner: Uuid, donors: &str, ist: (Uuid, Seqno), request: Bytes, out: &mut Vec<GroupEvent>) {
+    fn state_request(&mut self, joiner: Uuid, donors: &str, ist: IstRequest, request: Bytes, out: &mut Vec<GroupEvent>) {
         if self.member(joiner).is_none_or(|m| m.state != MemberState::Joiner) {
             return; // left, or already served by an earlier request
         }

@@ -24,7 +24,7 @@ pub(super) enum Item {
     /// A joiner's first view: ask for the state and wait for it.
     Joining(View),
     /// This node was chosen as donor for a request ordered at `seqno`.
-    Donate { request: bytes::Bytes, seqno: Seqno, joiner: crate::gtid::Uuid, ist: (crate::gtid::Uuid, Seqno) },
+    Donate { request: bytes::Bytes, seqno: Seqno, joiner: crate::gtid::Uuid, ist: crate::group::IstRequest },
     Synced,
     /// The final view: the applier that takes it ends the connection.
     Final,

@@ -70,10 +70,6 @@ impl Delivery for NodeDelivery {
     fn snapshot(&mut self) -> Vec<u8> {
         self.0.cert.lock().unwrap_or_else(|e| e.into_inner()).encode()
     }
-
-    fn transfer(&mut self, chunk: Bytes) {
-        self.0.on_ist_chunk(chunk);
-    }
 }
 
 impl Shared {

@@ -1,91 +1,122 @@
-//! Incremental state transfer, node side (the wire format and the joiner's
-//! inbox are in `transfer::ist`): a donor whose gcache covers the joiner's
-//! gap sends it and tells the server to skip the SST script's copy; the
-//! joiner applies the gap, in order, before anything it received live.
+//! Incremental state transfer, node side (the format, the connection and
+//! the joiner's queue are in `transfer`). As in Galera 4: a joiner opens
+//! its IST receiver when it asks for state and names it in the request; a
+//! donor whose gcache covers the joiner's gap has the server skip the SST
+//! script's copy and streams the gap there; after a full SST the donor
+//! streams what lies between the SST's state and the request (usually
+//! nothing: the SST's state is newer). The joiner applies the gap in order
+//! before anything it received live.
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
-
-use bytes::Bytes;
 
 use super::types::RecvCtx;
 use super::Shared;
 use crate::cert::{FailReason, Verdict};
 use crate::gcache::Cached;
+use crate::group::{IstRequest, View};
 use crate::gtid::{Gtid, Seqno, Uuid};
 use crate::log;
-use crate::transfer::ist::{self, Chunk};
+use crate::transfer::channel::{self, Receiver, STALL};
+use crate::transfer::ist::Header;
 use crate::writeset::WriteSet;
 
-/// A joiner gives up on an IST that makes no progress for this long (the
-/// donor died, or its link did).
-const STALL: Duration = Duration::from_secs(60);
-/// How long a donor keeps retrying a chunk the link cannot take.
-const SEND_WAIT: Duration = Duration::from_secs(60);
+/// A full SST the donor is running: once its script reports the state it
+/// sent, the seqnos after it up to the request follow over IST.
+pub(super) struct AfterSst {
+    joiner: Uuid,
+    addr: String,
+    upto: Seqno,
+}
+
+/// The server's request of a running joiner (a member rejoining after a
+/// partition) is empty: it can take no SST script's copy, only IST.
+fn is_running_joiner(request: &[u8]) -> bool {
+    request.iter().all(|b| *b == 0)
+}
 
 impl Shared {
-    /// A joiner whose data has a position in this history can take IST.
-    pub(super) fn expect_ist(&self, own: Gtid) {
-        if !own.uuid.is_nil() && own.seqno >= 0 {
-            self.ist.lock().unwrap_or_else(|e| e.into_inner()).expect((own.uuid, own.seqno));
+    /// The joiner's receiver, opened before its state request: None when
+    /// it has no address or cannot listen (it can then only take SST).
+    pub(super) fn prepare_ist(&self, own: Gtid, view: &View) -> Option<Receiver> {
+        let Some(addr) = self.ist_recv_addr() else {
+            log::info!("no IST receive address (ist.recv_addr or wsrep_node_address): this node can only join by SST");
+            return None;
+        };
+        // Galera's wording (mtr greps both lines).
+        log::info!("IST receiver addr using {}", addr);
+        let bind = self.settings().ist_recv_bind.unwrap_or_else(|| addr.clone());
+        self.ist.open(view.history, self.my_id());
+        match Receiver::start(&addr, &bind, self.ist.clone()) {
+            Ok(r) => {
+                let first = if own.uuid == view.history { own.seqno + 1 } else { 0 };
+                log::info!("Prepared IST receiver for {}-{}, listening at: {}", first, view.seqno, r.listening());
+                Some(r)
+            }
+            Err(e) => {
+                log::warning!("{}; this node can only join by SST", e);
+                None
+            }
         }
     }
 
-    /// A chunk from the donor (group thread).
-    pub(super) fn on_ist_chunk(&self, chunk: Bytes) {
-        match ist::decode(&chunk) {
-            Ok((history, c)) => self.ist.lock().unwrap_or_else(|e| e.into_inner()).take(history, c),
-            Err(e) => log::warning!("ignoring an IST chunk: {}", e),
+    /// `ist.recv_addr` (or the node address), else the group address's
+    /// host with the next port, as Galera derives it.
+    fn ist_recv_addr(&self) -> Option<String> {
+        if let Some(addr) = self.settings().ist_recv_addr {
+            return Some(addr);
         }
-        self.ist_cv.notify_all();
+        let group = self.group()?.me().address.clone();
+        let (host, port) = lockstep_config::node::split_host_port(&group).ok()?;
+        lockstep_config::node::ist_address(host, port?).ok()
     }
 
     /// The donor's side: true when the joiner is served by IST (its gap
-    /// is in our gcache), false when it needs a full SST.
-    pub(super) fn donate_ist(&self, ctx: RecvCtx, request: &[u8], seqno: Seqno, joiner: Uuid, from: (Uuid, Seqno)) -> bool {
+    /// is in our gcache and it has a receiver), false when it needs SST.
+    pub(super) fn donate_ist(&self, ctx: RecvCtx, request: &[u8], seqno: Seqno, joiner: Uuid, ist: &IstRequest) -> bool {
+        let from = ist.position;
         if from.0 != self.history() || from.1 < 0 || from.1 > seqno {
             return false;
         }
-        let items = if from.1 == seqno { Some(Vec::new()) } else { self.cached(from.1 + 1, seqno) };
-        let Some(items) = items else {
-            if request.iter().all(|b| *b == 0) {
-                log::error!("{} rejoins a running server and needs IST from {}, but the gcache does not hold it: restart that node (it then joins by SST)", joiner, from.1 + 1);
+        let running = is_running_joiner(request);
+        let items = match self.ist_items(from.1, seqno, &ist.addr) {
+            Ok(items) => items,
+            Err(why) if running => {
+                log::error!("{} rejoins a running server and needs IST from {}, but {}: restart that node (it then joins by SST)", joiner, from.1 + 1, why);
                 self.sst_sent(Gtid::new(from.0, from.1), -libc::ENODATA);
                 return true;
             }
-            log::info!("IST from {} impossible: gcache does not hold seqno {}; falling back to SST", from.1, from.1 + 1);
-            return false;
-        };
-        // Galera's wording (mtr greps it, with the joiner's address); the
-        // stream goes over the group link to the joiner's group address.
-        log::info!(
-            "async IST sender starting to serve tcp://{} sending {}-{} ({} items to {} over the group link)",
-            self.member_address(joiner),
-            from.1 + 1,
-            seqno,
-            items.len(),
-            joiner
-        );
-        let Some(g) = self.group() else { return false };
-        let history = self.history();
-        let chunks = items.into_iter().map(|(s, item)| Chunk::Item { seqno: s, item }).chain([Chunk::End { last: seqno }]);
-        for c in chunks {
-            if !send_with_retry(&g, joiner, ist::encode(history, &c)) {
-                log::warning!("IST to {} stopped: the link did not take a chunk for {:?}", joiner, SEND_WAIT);
-                return true; // the joiner times out and fails; SST now would race it
+            Err(why) => {
+                log::info!("IST from {} impossible: {}; falling back to SST", from.1 + 1, why);
+                return false;
             }
-        }
-        // The server's script only signals the joiner (bypass): the data
-        // already holds everything up to `from`. A running joiner ran no
-        // script (empty request): we are done.
+        };
+        // The server's script only signals the joiner (bypass: its data
+        // holds everything up to `from`); it goes first, as the joiner
+        // applies the stream only once its server has the state, and
+        // buffers a bounded part of it meanwhile.
         let state = Gtid::new(from.0, from.1);
-        if request.iter().all(|b| *b == 0) {
-            self.sst_sent(state, 0);
-        } else if !self.app.sst_donate(ctx, request, state, true) {
+        if !running && !self.app.sst_donate(ctx, request, state, true) {
             log::error!("the server could not start the IST bypass; rejoining");
             self.sst_sent(state, -libc::ECANCELED);
+            return true;
+        }
+        let sent = self.send_ist(joiner, &ist.addr, from.1, seqno, items, "");
+        if running {
+            // No script ran: the transfer's end is the donation's end.
+            self.sst_sent(state, if sent { 0 } else { -libc::ECOMM });
         }
         true
+    }
+
+    /// The seqnos after `after` up to `upto`, or why they cannot be sent.
+    fn ist_items(&self, after: Seqno, upto: Seqno, addr: &str) -> Result<Vec<(Seqno, Cached)>, String> {
+        if addr.is_empty() {
+            return Err("the joiner has no IST receiver".into());
+        }
+        if after >= upto {
+            return Ok(Vec::new());
+        }
+        self.cached(after + 1, upto).ok_or_else(|| format!("the gcache does not hold seqno {}", after + 1))
     }
 
     /// Seqnos `from..=to` from the gcache, read without holding its lock
@@ -95,51 +126,104 @@ impl Shared {
         plan.read()
     }
 
-    /// The joiner's side, once the server reported `gtid` (older than
-    /// `entered`, where the live stream begins): applies the donor's
-    /// seqnos up to `entered`. The position reached, or None on failure.
-    pub(super) fn receive_ist(&self, ctx: RecvCtx, gtid: Gtid, entered: Seqno) -> Option<Seqno> {
-        // Galera's wording: operators and mtr tests look for it.
-        log::info!("Receiving IST: {} writesets, seqnos {}-{}", entered - gtid.seqno, gtid.seqno + 1, entered);
-        let items = match self.wait_ist() {
-            Ok(items) => items,
-            Err(e) => {
-                log::error!("IST failed: {}; the node must be restarted to join by SST", e);
-                return None;
+    /// Streams `items` (the seqnos after `after` up to `upto`) to the
+    /// joiner's receiver; true when all of it went out.
+    fn send_ist(&self, joiner: Uuid, addr: &str, after: Seqno, upto: Seqno, items: Vec<(Seqno, Cached)>, note: &str) -> bool {
+        let header = Header { history: self.history(), joiner, first: after + 1, last: upto.max(after) };
+        let writesets = items.iter().filter(|(_, i)| matches!(i, Cached::Writeset { .. })).count();
+        let views = items.len() - writesets;
+        // Galera's first words (mtr counts this line per transfer).
+        log::info!(
+            "async IST sender starting to serve {} sending {}-{} ({} writesets, {} configuration changes{})",
+            addr,
+            header.first,
+            header.last,
+            writesets,
+            views,
+            note
+        );
+        match channel::send(addr, header, items) {
+            Ok(()) => {
+                log::info!("async IST sender served");
+                true
             }
-        };
-        for (seqno, item) in items.into_iter().take_while(|(s, _)| *s <= entered) {
+            Err(e) => {
+                log::warning!("async IST sender failed to serve {}: {}", addr, e);
+                false
+            }
+        }
+    }
+
+    /// The donor, once its SST script reported `state`: the seqnos after
+    /// it up to the request follow over IST (Galera 4 sends its
+    /// certification index preload there; ours comes with the group log).
+    pub(super) fn ist_after_sst(&self, state: Gtid, sst: AfterSst) {
+        if state.uuid != self.history() || state.seqno < 0 {
+            log::info!("no IST after the SST: the script reported {}, not a position of history {}", state, self.history());
+            return;
+        }
+        match self.ist_items(state.seqno, sst.upto, &sst.addr) {
+            Ok(items) => {
+                let note = format!(", after the SST's state at {} up to the state request at {}", state.seqno, sst.upto);
+                self.send_ist(sst.joiner, &sst.addr, state.seqno, sst.upto, items, &note);
+            }
+            Err(why) => log::warning!("no IST after the SST to {}: {}", sst.joiner, why),
+        }
+    }
+
+    /// The donor remembers a full SST it starts (see `ist_after_sst`).
+    pub(super) fn expect_sst_sent(&self, joiner: Uuid, ist: &IstRequest, upto: Seqno) {
+        let after = (!ist.addr.is_empty()).then(|| AfterSst { joiner, addr: ist.addr.clone(), upto });
+        *self.after_sst.lock().unwrap_or_else(|e| e.into_inner()) = after;
+    }
+
+    pub(super) fn take_after_sst(&self) -> Option<AfterSst> {
+        self.after_sst.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// The joiner's side, once its data holds everything up to `gtid`:
+    /// applies what the donor streams up to `entered` (where its live
+    /// stream begins). The position reached, or None when a needed
+    /// transfer failed.
+    pub(super) fn receive_ist(&self, ctx: RecvCtx, gtid: Gtid, entered: Seqno) -> Option<Seqno> {
+        match self.apply_ist(ctx, gtid.seqno, entered) {
+            Ok(at) => Some(at),
+            Err(e) if gtid.seqno < entered => {
+                log::error!("IST failed: {}; the node must be restarted to join by SST", e);
+                None
+            }
+            Err(e) => {
+                log::info!("no IST after the state transfer ({}); nothing was missing: the state holds up to {}", e, gtid.seqno);
+                Some(gtid.seqno)
+            }
+        }
+    }
+
+    fn apply_ist(&self, ctx: RecvCtx, position: Seqno, entered: Seqno) -> Result<Seqno, String> {
+        let header = self.ist.wait_header(STALL)?;
+        header.covers(position, entered)?;
+        if position < entered {
+            // Galera's wording: operators and mtr tests look for it.
+            log::info!("Receiving IST: {} events (writesets and configuration changes), seqnos {}-{}", entered - position, position + 1, entered);
+        } else {
+            log::info!("IST of seqnos {}-{} after the state transfer: none missing here (state at {}, joined at {})", header.first, header.last, position, entered);
+        }
+        while let Some((seqno, item)) = self.ist.next(STALL)? {
+            if seqno > entered {
+                continue;
+            }
             // What the group's order did not bring this node: a restarted
             // node's gcache goes on from what it had cached.
             self.gcache.lock().unwrap_or_else(|e| e.into_inner()).fill(seqno, item.clone());
-            if seqno <= gtid.seqno {
-                continue;
-            }
-            self.apply_ist_item(ctx, seqno, item);
-        }
-        self.skip_upto.store(entered, Ordering::SeqCst);
-        log::info!("IST applied up to {}", self.apply.last_left());
-        Some(self.apply.last_left())
-    }
-
-    fn wait_ist(&self) -> Result<Vec<(Seqno, Cached)>, String> {
-        let mut inbox = self.ist.lock().unwrap_or_else(|e| e.into_inner());
-        let mut deadline = Instant::now() + STALL;
-        loop {
-            if let Some(done) = inbox.finished() {
-                return done;
-            }
-            if self.status().closed {
-                return Err("the node is closing".into());
-            }
-            let before = inbox.received();
-            inbox = self.ist_cv.wait_timeout(inbox, Duration::from_secs(1)).unwrap_or_else(|e| e.into_inner()).0;
-            if inbox.received() != before {
-                deadline = Instant::now() + STALL;
-            } else if Instant::now() >= deadline {
-                return Err(format!("no IST progress for {:?}", STALL));
+            if seqno > position {
+                self.apply_ist_item(ctx, seqno, item);
             }
         }
+        if position < entered {
+            self.skip_upto.store(entered, Ordering::SeqCst);
+            log::info!("IST applied up to {}", self.apply.last_left());
+        }
+        Ok(self.apply.last_left())
     }
 
     /// One seqno of the gap, in order: a writeset the server applies (or
@@ -166,17 +250,4 @@ impl Shared {
             }
         }
     }
-}
-
-/// Queues a chunk, waiting while the link's queue is full (the transport
-/// never blocks; the donor's applier thread may).
-fn send_with_retry(g: &crate::group::Group, to: Uuid, chunk: Bytes) -> bool {
-    let deadline = Instant::now() + SEND_WAIT;
-    while !g.send_ist(to, chunk.clone()) {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    true
 }

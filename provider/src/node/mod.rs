@@ -148,8 +148,9 @@ pub struct Shared {
     /// The latest ordered seqnos, to serve joiners by IST.
     gcache: Mutex<crate::gcache::Gcache>,
     /// An incremental transfer this node receives as a joiner.
-    ist: Mutex<crate::transfer::ist::Inbox>,
-    ist_cv: Condvar,
+    ist: Arc<crate::transfer::inbox::Incoming>,
+    /// A full SST this node donates, until its script reports the state.
+    after_sst: Mutex<Option<ist::AfterSst>>,
     /// What the data held when this connection began: where a joiner's
     /// IST starts.
     joined_from: Mutex<Gtid>,
@@ -240,7 +241,7 @@ impl Node {
             fc_cached_limits: AtomicU64::new((16 << 32) | 16),
             gcache: Mutex::new(gcache),
             ist: Default::default(),
-            ist_cv: Condvar::new(),
+            after_sst: Mutex::new(None),
             joined_from: Mutex::new(Gtid::UNDEFINED),
             drain_to: AtomicI64::new(SEQNO_UNDEFINED),
             entered_at: AtomicI64::new(SEQNO_UNDEFINED),

@@ -45,6 +45,12 @@ pub struct Settings {
     /// What peers connect to (`base_host:base_port`); empty: the address
     /// the transport binds.
     pub group_address: String,
+    /// Where donors reach this node's IST receiver (`tcp://host:port`,
+    /// from `ist.recv_addr` or the node address, port `base_port + 1`);
+    /// None: derived from the group address.
+    pub ist_recv_addr: Option<String>,
+    /// `ist.recv_bind`: where the receiver binds when that differs (NAT).
+    pub ist_recv_bind: Option<String>,
 }
 
 impl Default for Settings {
@@ -67,6 +73,8 @@ impl Default for Settings {
             gcache_recover: true,
             group_listen: "127.0.0.1:0".into(),
             group_address: String::new(),
+            ist_recv_addr: None,
+            ist_recv_bind: None,
         }
     }
 }
@@ -100,6 +108,8 @@ impl Settings {
             gcache_recover: cfg.get(keys::GCACHE_RECOVER),
             group_listen: cfg.str(keys::GMCAST_LISTEN_ADDR).map(strip_scheme).unwrap_or_default(),
             group_address: advertised(cfg),
+            ist_recv_addr: cfg.ist_recv_addr(),
+            ist_recv_bind: cfg.ist_recv_bind(),
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::types::{RecvCtx, Status};
 use super::Shared;
-use crate::group::{DonorError, Transition, View};
+use crate::group::{DonorError, IstRequest, Transition, View};
 use crate::gtid::{Gtid, Seqno, Uuid, SEQNO_UNDEFINED};
 use crate::log;
 
@@ -54,11 +54,14 @@ impl Shared {
         };
         if is_request(&req, b"trivial") || is_request(&req, b"none") {
             // No data moves: the node starts from the group's position.
-            return self.state_installed(ctx, Gtid::new(view.history, view.seqno));
+            return self.state_installed(ctx, Gtid::new(view.history, view.seqno), false);
         }
         self.set_sst(Sst::Requested);
         let own = *self.joined_from.lock().unwrap_or_else(|e| e.into_inner());
-        self.expect_ist(own);
+        // Open until this function returns: IST, or what follows an SST,
+        // arrives there.
+        let receiver = self.prepare_ist(own, view);
+        let ist = IstRequest { position: (own.uuid, own.seqno), addr: receiver.as_ref().map_or_else(String::new, |r| r.addr().to_string()) };
         // A running server (a member rejoining after a partition) cannot
         // take an SST script's copy: its request is empty, and only IST
         // can bring it up to date (Galera alike).
@@ -66,12 +69,12 @@ impl Shared {
         let donors = self.status().donors.clone();
         loop {
             if let Some(g) = self.group() {
-                let _ = g.state_request(&donors, (own.uuid, own.seqno), &req);
+                let _ = g.state_request(&donors, ist.clone(), &req);
             }
             match self.wait_sst(ist_only) {
                 Sst::Retry => std::thread::sleep(RETRY_AFTER),
-                Sst::Transferring => return self.caught_up_running(ctx, own, view),
-                Sst::Received(gtid) => return self.state_installed(ctx, gtid),
+                Sst::Transferring => return self.caught_up_running(ctx, own, view, receiver.is_some()),
+                Sst::Received(gtid) => return self.state_installed(ctx, gtid, receiver.is_some()),
                 Sst::Failed(rc) => {
                     log::error!("State transfer failed ({}): the node cannot join and must be restarted", rc);
                     return false;
@@ -84,7 +87,7 @@ impl Shared {
     /// A running server that caught up by IST alone hears the view it
     /// joined in once it holds the state (its view_cb takes it from joiner
     /// to joined, as after Galera's IST on a partition's heal).
-    fn caught_up_running(&self, ctx: RecvCtx, own: Gtid, view: &View) -> bool {
+    fn caught_up_running(&self, ctx: RecvCtx, own: Gtid, view: &View, receiving: bool) -> bool {
         // The seqnos this node was given before it left are still being
         // applied by the other appliers: the IST continues after them.
         let held = self.drain_to.load(std::sync::atomic::Ordering::SeqCst);
@@ -99,7 +102,7 @@ impl Shared {
                 self.apply.last_left()
             );
         }
-        if !self.state_installed(ctx, own) {
+        if !self.state_installed(ctx, own, receiving) {
             return false;
         }
         if !self.app.view(ctx, view) {
@@ -131,7 +134,7 @@ impl Shared {
     }
 
     /// The group's answer to a state request (on the group thread).
-    pub(super) fn on_state_transfer(&self, joiner: Uuid, donor: Result<Uuid, DonorError>, request: bytes::Bytes, seqno: Seqno, ist: (Uuid, Seqno)) {
+    pub(super) fn on_state_transfer(&self, joiner: Uuid, donor: Result<Uuid, DonorError>, request: bytes::Bytes, seqno: Seqno, ist: IstRequest) {
         let name = |id: Uuid| self.member_name(id);
         match donor {
             Ok(d) => log::info!("Member {} requested state transfer: selected donor {}", name(joiner), name(d)),
@@ -149,12 +152,6 @@ impl Shared {
         if donor == Ok(self.my_id()) {
             self.queue.push(super::applier::Item::Donate { request, seqno, joiner, ist });
         }
-    }
-
-    pub(super) fn member_address(&self, id: Uuid) -> String {
-        let st = self.status();
-        let found = st.view.as_ref().and_then(|v| v.members.iter().find(|m| m.id == id)).map(|m| m.address.clone());
-        found.unwrap_or_else(|| id.to_string())
     }
 
     fn member_name(&self, id: Uuid) -> String {
@@ -187,16 +184,25 @@ impl Shared {
 
     /// The data now holds everything up to `gtid`: start applying after
     /// it, skip what it contains, and tell the group we have the state.
-    fn state_installed(&self, ctx: RecvCtx, gtid: Gtid) -> bool {
+    /// With a receiver open, the donor's IST follows (after an SST too,
+    /// where it is usually empty).
+    fn state_installed(&self, ctx: RecvCtx, gtid: Gtid, receiving: bool) -> bool {
         self.skip_upto.store(gtid.seqno, Ordering::SeqCst);
         self.apply.reset(gtid.seqno);
         self.commit.reset(gtid.seqno);
         self.set_sst(Sst::None);
         log::info!("state installed at {}; applying what was ordered since", gtid);
-        // Older than where this node entered the group: the donor chose
-        // IST and the seqnos in between come from it.
+        // Older than where this node entered the group: the seqnos in
+        // between come from the donor's IST.
         let entered = self.entered_at.load(Ordering::SeqCst);
-        let position = if gtid.seqno < entered { self.receive_ist(ctx, gtid, entered) } else { Some(gtid.seqno) };
+        let position = match receiving {
+            true => self.receive_ist(ctx, gtid, entered),
+            false if gtid.seqno < entered => {
+                log::error!("the state holds up to {} but this node joined at {} and has no IST receiver for the gap", gtid.seqno, entered);
+                None
+            }
+            false => Some(gtid.seqno),
+        };
         match (position, self.group()) {
             (Some(at), Some(g)) => g.member_state(Transition::Join, at).is_ok(),
             _ => false,
@@ -205,13 +211,14 @@ impl Shared {
 
     /// The donor's applier: once everything up to the request is
     /// committed, the server starts its donor script (asynchronously).
-    pub(super) fn donate(&self, ctx: RecvCtx, request: &[u8], seqno: Seqno, joiner: Uuid, ist: (Uuid, Seqno)) {
+    pub(super) fn donate(&self, ctx: RecvCtx, request: &[u8], seqno: Seqno, joiner: Uuid, ist: IstRequest) {
         self.apply.wait_left(seqno, Some(Instant::now() + Duration::from_secs(600)));
-        if self.donate_ist(ctx, request, seqno, joiner, ist) {
+        if self.donate_ist(ctx, request, seqno, joiner, &ist) {
             return;
         }
         let state = self.last_committed();
         log::info!("donating state {} (request ordered at {})", state, seqno);
+        self.expect_sst_sent(joiner, &ist, seqno);
         if !self.app.sst_donate(ctx, request, state, false) {
             log::error!("the server could not start the state transfer; rejoining");
             self.sst_sent(Gtid::new(state.uuid, SEQNO_UNDEFINED), -libc::ECANCELED);
@@ -224,10 +231,14 @@ impl Shared {
             log::warning!("sst_sent while not a donor");
             return Status::ConnFail;
         }
+        let after_sst = self.take_after_sst();
         if rcode < 0 {
             log::warning!("state transfer to the joiner failed ({})", rcode);
         } else {
             log::info!("{} donated", gtid);
+            if let Some(sst) = after_sst {
+                self.ist_after_sst(gtid, sst);
+            }
         }
         match self.group() {
             Some(g) if g.member_state(Transition::Join, gtid.seqno).is_ok() => Status::Ok,

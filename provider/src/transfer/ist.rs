@@ -1,19 +1,20 @@
-//! Incremental state transfer: the donor sends the seqnos a joiner misses
-//! from its gcache, over the group's links (one ordered TCP stream per
-//! pair of members, so chunks arrive in the order sent), and the joiner
-//! applies them before anything ordered after it joined.
+//! Incremental state transfer over its own connection, as Galera 4 does
+//! it (`ist.recv_addr`): the joiner listens, the donor connects and sends
+//! the seqnos the joiner misses from its gcache, so a large transfer never
+//! queues behind (or ahead of) the group's Raft traffic. One transport
+//! frame per chunk (`version u8 | kind u8 | length u32 | crc32c u32 |
+//! payload`, see `transport::frame`), payloads:
 //!
 //! ```text
-//! version u8 (1) | history 16 | kind u8
-//!   kind 1, writeset: seqno i64 | certified u8 | payload
-//!   kind 2, view:     seqno i64
-//!   kind 3, end:      last seqno i64
+//! kind 1, header:   ist version u8 (1) | history 16 | joiner 16 | first i64 | last i64
+//! kind 2, writeset: seqno i64 | certified u8 | payload
+//! kind 3, view:     seqno i64
 //! ```
 //!
-//! The donor decides IST is possible (its gcache covers the joiner's gap)
-//! and tells the server to bypass the SST script's data copy; the joiner
-//! learns it when the server reports a position older than the one it
-//! joined at.
+//! The header comes first, then every seqno from `first` to `last` in
+//! order, then the donor closes. `last = first - 1` is an empty range (the
+//! transfer that follows an SST usually is). The joiner checks that the
+//! header names its history and itself before it takes anything.
 
 use bytes::Bytes;
 
@@ -21,183 +22,186 @@ use crate::gcache::Cached;
 use crate::group::entry::Reader;
 use crate::gtid::{Seqno, Uuid};
 
-const VERSION: u8 = 1;
-const WRITESET: u8 = 1;
-const VIEW: u8 = 2;
-const END: u8 = 3;
+/// The IST chunk format; the frame's own version byte is the transport's.
+pub const VERSION: u8 = 1;
+pub const HEADER: u8 = 1;
+const WRITESET: u8 = 2;
+const VIEW: u8 = 3;
+
+/// What the donor announces before the first seqno.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub history: Uuid,
+    pub joiner: Uuid,
+    pub first: Seqno,
+    pub last: Seqno,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Chunk {
+    Header(Header),
     Item { seqno: Seqno, item: Cached },
-    End { last: Seqno },
 }
 
-pub fn encode(history: Uuid, chunk: &Chunk) -> Bytes {
-    let mut out = vec![VERSION];
-    out.extend_from_slice(&history.0);
-    match chunk {
+impl Header {
+    /// How many seqnos the transfer carries.
+    pub fn len(&self) -> i64 {
+        (self.last - self.first + 1).max(0)
+    }
+
+    /// The joiner's check: a transfer meant for another node or another
+    /// history must not touch its data.
+    pub fn check(&self, history: Uuid, joiner: Uuid) -> Result<(), String> {
+        if self.history != history {
+            return Err(format!("the donor sends history {} but this node joins history {}", self.history, history));
+        }
+        if self.joiner != joiner {
+            return Err(format!("the donor's transfer is for member {}, this node is {}", self.joiner, joiner));
+        }
+        if self.first < 0 || self.last < self.first - 1 {
+            return Err(format!("the donor announces an impossible range {}-{}", self.first, self.last));
+        }
+        Ok(())
+    }
+
+    /// Whether the transfer brings a state that holds everything up to
+    /// `position` to `needed` (the seqno the joiner's live stream follows).
+    pub fn covers(&self, position: Seqno, needed: Seqno) -> Result<(), String> {
+        if needed <= position {
+            return Ok(());
+        }
+        if self.first > position + 1 {
+            return Err(format!("IST starts at {} but the state holds only up to {}", self.first, position));
+        }
+        if self.last < needed {
+            return Err(format!("IST ends at {} but this node needs up to {}", self.last, needed));
+        }
+        Ok(())
+    }
+}
+
+/// A chunk as (frame kind, payload).
+pub fn encode(chunk: &Chunk) -> (u8, Bytes) {
+    let mut out = Vec::new();
+    let kind = match chunk {
+        Chunk::Header(h) => {
+            out.push(VERSION);
+            out.extend_from_slice(&h.history.0);
+            out.extend_from_slice(&h.joiner.0);
+            out.extend_from_slice(&h.first.to_le_bytes());
+            out.extend_from_slice(&h.last.to_le_bytes());
+            HEADER
+        }
         Chunk::Item { seqno, item: Cached::Writeset { payload, certified } } => {
-            out.push(WRITESET);
+            out.reserve(9 + payload.len());
             out.extend_from_slice(&seqno.to_le_bytes());
             out.push(*certified as u8);
             out.extend_from_slice(payload);
+            WRITESET
         }
         Chunk::Item { seqno, item: Cached::View } => {
-            out.push(VIEW);
             out.extend_from_slice(&seqno.to_le_bytes());
+            VIEW
         }
-        Chunk::End { last } => {
-            out.push(END);
-            out.extend_from_slice(&last.to_le_bytes());
-        }
-    }
-    Bytes::from(out)
+    };
+    (kind, Bytes::from(out))
 }
 
-pub fn decode(buf: &Bytes) -> Result<(Uuid, Chunk), String> {
+/// Decodes a frame's chunk; every malformation is an error, never a panic.
+pub fn decode(kind: u8, buf: &Bytes) -> Result<Chunk, String> {
     let mut r = Reader { buf, pos: 0 };
     let bad = |e| format!("malformed IST chunk: {}", e);
-    let version = r.u8().map_err(bad)?;
-    if version != VERSION {
-        return Err(format!("IST chunk version {} (this node speaks {})", version, VERSION));
-    }
-    let history = r.uuid().map_err(bad)?;
-    let kind = r.u8().map_err(bad)?;
-    let seqno = r.u64().map_err(bad)? as Seqno;
     let chunk = match kind {
+        HEADER => {
+            let version = r.u8().map_err(bad)?;
+            if version != VERSION {
+                return Err(format!("the donor speaks IST version {}, this node {}", version, VERSION));
+            }
+            let (history, joiner) = (r.uuid().map_err(bad)?, r.uuid().map_err(bad)?);
+            let (first, last) = (r.u64().map_err(bad)? as Seqno, r.u64().map_err(bad)? as Seqno);
+            r.end().map_err(bad)?;
+            Chunk::Header(Header { history, joiner, first, last })
+        }
         WRITESET => {
+            let seqno = r.u64().map_err(bad)? as Seqno;
             let certified = r.u8().map_err(bad)? != 0;
             Chunk::Item { seqno, item: Cached::Writeset { payload: buf.slice(r.pos..), certified } }
         }
-        VIEW => Chunk::Item { seqno, item: Cached::View },
-        END => Chunk::End { last: seqno },
+        VIEW => {
+            let seqno = r.u64().map_err(bad)? as Seqno;
+            r.end().map_err(bad)?;
+            Chunk::Item { seqno, item: Cached::View }
+        }
         k => return Err(format!("unknown IST chunk kind {}", k)),
     };
-    Ok((history, chunk))
-}
-
-/// What a joiner has received: the items in order, until the end marker.
-#[derive(Debug, Default)]
-pub struct Inbox {
-    /// The position the joiner's data holds: items start right after it.
-    after: Option<(Uuid, Seqno)>,
-    items: Vec<(Seqno, Cached)>,
-    bytes: usize,
-    end: Option<Seqno>,
-    error: Option<String>,
-}
-
-/// Bounds what a joiner buffers: the donor's gcache cannot hold more than
-/// `gcache.size`, and this is far above its default (128M).
-pub const MAX_BYTES: usize = 4 << 30;
-
-impl Inbox {
-    /// Starts expecting the seqnos after `position` (a new transfer).
-    pub fn expect(&mut self, position: (Uuid, Seqno)) {
-        *self = Inbox { after: Some(position), ..Inbox::default() };
-    }
-
-    pub fn take(&mut self, history: Uuid, chunk: Chunk) {
-        let Some((uuid, after)) = self.after else { return }; // not expecting
-        if self.error.is_some() || self.end.is_some() {
-            return;
-        }
-        if history != uuid {
-            self.error = Some(format!("IST of history {} for a joiner of history {}", history, uuid));
-            return;
-        }
-        match chunk {
-            Chunk::Item { seqno, item } => {
-                let want = self.items.last().map_or(after + 1, |(s, _)| s + 1);
-                if seqno != want {
-                    self.error = Some(format!("IST gap: got seqno {} where {} was due", seqno, want));
-                    return;
-                }
-                self.bytes += match &item {
-                    Cached::Writeset { payload, .. } => payload.len(),
-                    Cached::View => 0,
-                };
-                if self.bytes > MAX_BYTES {
-                    self.error = Some(format!("IST larger than {} bytes", MAX_BYTES));
-                    return;
-                }
-                self.items.push((seqno, item));
-            }
-            Chunk::End { last } => {
-                let have = self.items.last().map_or(after, |(s, _)| *s);
-                if have != last {
-                    self.error = Some(format!("IST ended at {} but {} was announced", have, last));
-                    return;
-                }
-                self.end = Some(last);
-            }
-        }
-    }
-
-    /// How many chunks came so far (progress, for the joiner's timeout).
-    pub fn received(&self) -> usize {
-        self.items.len() + self.end.is_some() as usize
-    }
-
-    /// Done: the items (or why the transfer failed).
-    pub fn finished(&mut self) -> Option<Result<Vec<(Seqno, Cached)>, String>> {
-        if let Some(e) = self.error.take() {
-            self.after = None;
-            return Some(Err(e));
-        }
-        self.end?;
-        self.after = None;
-        Some(Ok(std::mem::take(&mut self.items)))
-    }
+    Ok(chunk)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn ws(b: &'static [u8]) -> Cached {
-        Cached::Writeset { payload: Bytes::from_static(b), certified: true }
+    fn header(first: Seqno, last: Seqno) -> Header {
+        Header { history: Uuid::random(), joiner: Uuid::random(), first, last }
+    }
+
+    fn round_trip(c: Chunk) {
+        let (kind, payload) = encode(&c);
+        assert_eq!(decode(kind, &payload).unwrap(), c);
     }
 
     #[test]
     fn chunks_round_trip() {
-        let h = Uuid::random();
-        for c in [Chunk::Item { seqno: 5, item: ws(b"abc") }, Chunk::Item { seqno: 6, item: Cached::View }, Chunk::End { last: 6 }] {
-            assert_eq!(decode(&encode(h, &c)).unwrap(), (h, c));
+        round_trip(Chunk::Header(header(5, 9)));
+        round_trip(Chunk::Header(header(10, 9)));
+        round_trip(Chunk::Item { seqno: 5, item: Cached::Writeset { payload: Bytes::from_static(b"abc"), certified: true } });
+        round_trip(Chunk::Item { seqno: 7, item: Cached::Writeset { payload: Bytes::new(), certified: false } });
+        round_trip(Chunk::Item { seqno: 6, item: Cached::View });
+    }
+
+    #[test]
+    fn truncated_padded_or_unknown_chunks_are_errors() {
+        let (kind, h) = encode(&Chunk::Header(header(1, 2)));
+        for len in 0..h.len() {
+            assert!(decode(kind, &h.slice(..len)).is_err(), "header cut at {}", len);
         }
-        let uncertified = Chunk::Item { seqno: 7, item: Cached::Writeset { payload: Bytes::new(), certified: false } };
-        assert_eq!(decode(&encode(h, &uncertified)).unwrap().1, uncertified);
-        assert!(decode(&Bytes::from_static(&[2])).unwrap_err().contains("version 2"));
-        assert!(decode(&Bytes::from_static(&[1, 0])).is_err());
+        let padded = Bytes::from([&h[..], &[0]].concat());
+        assert!(decode(kind, &padded).is_err());
+        let (kind, v) = encode(&Chunk::Item { seqno: 3, item: Cached::View });
+        assert!(decode(kind, &v.slice(..7)).is_err());
+        assert!(decode(WRITESET, &Bytes::from_static(&[1, 0, 0, 0, 0, 0, 0, 0])).is_err(), "no certified flag");
+        assert!(decode(9, &v).unwrap_err().contains("unknown IST chunk kind 9"));
     }
 
     #[test]
-    fn an_inbox_takes_the_gap_in_order_until_the_end() {
-        let h = Uuid::random();
-        let mut inbox = Inbox::default();
-        inbox.take(h, Chunk::Item { seqno: 11, item: ws(b"x") });
-        assert!(inbox.finished().is_none(), "not expecting anything yet");
-        inbox.expect((h, 10));
-        inbox.take(h, Chunk::Item { seqno: 11, item: ws(b"x") });
-        inbox.take(h, Chunk::Item { seqno: 12, item: Cached::View });
-        assert!(inbox.finished().is_none());
-        inbox.take(h, Chunk::End { last: 12 });
-        let items = inbox.finished().unwrap().unwrap();
-        assert_eq!(items.iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![11, 12]);
+    fn another_ist_version_is_named() {
+        let (kind, h) = encode(&Chunk::Header(header(1, 2)));
+        let mut other = h.to_vec();
+        other[0] = VERSION + 1;
+        let e = decode(kind, &Bytes::from(other)).unwrap_err();
+        assert!(e.contains(&format!("IST version {}, this node {}", VERSION + 1, VERSION)), "{}", e);
     }
 
     #[test]
-    fn a_gap_another_history_or_a_short_end_fails_the_transfer() {
-        let h = Uuid::random();
-        let mut inbox = Inbox::default();
-        inbox.expect((h, 10));
-        inbox.take(h, Chunk::Item { seqno: 12, item: ws(b"x") });
-        assert!(inbox.finished().unwrap().unwrap_err().contains("gap"));
-        inbox.expect((h, 10));
-        inbox.take(Uuid::random(), Chunk::End { last: 10 });
-        assert!(inbox.finished().unwrap().unwrap_err().contains("history"));
-        inbox.expect((h, 10));
-        inbox.take(h, Chunk::End { last: 11 });
-        assert!(inbox.finished().unwrap().unwrap_err().contains("announced"));
+    fn the_joiner_checks_history_joiner_and_range() {
+        let h = header(11, 20);
+        assert_eq!(h.check(h.history, h.joiner), Ok(()));
+        assert!(h.check(Uuid::random(), h.joiner).unwrap_err().contains("history"));
+        assert!(h.check(h.history, Uuid::random()).unwrap_err().contains("for member"));
+        let backwards = Header { last: 8, ..h };
+        assert!(backwards.check(h.history, h.joiner).unwrap_err().contains("impossible range"));
+        let empty = Header { last: 10, ..h };
+        assert_eq!((empty.check(h.history, h.joiner), empty.len(), h.len()), (Ok(()), 0, 10));
+    }
+
+    #[test]
+    fn a_transfer_must_reach_from_the_state_to_the_join_point() {
+        let h = header(11, 20);
+        assert_eq!(h.covers(10, 20), Ok(()));
+        assert_eq!(h.covers(14, 18), Ok(()), "starts inside the range: the rest is skipped");
+        assert_eq!(h.covers(25, 20), Ok(()), "the state already holds it all");
+        assert!(h.covers(9, 20).unwrap_err().contains("starts at 11"));
+        assert!(h.covers(10, 21).unwrap_err().contains("ends at 20"));
+        assert_eq!(header(8, 7).covers(7, 7), Ok(()), "nothing needed, nothing sent");
     }
 }

@@ -12,11 +12,11 @@
 //! `send` never blocks: it only queues. Formats are in `frame` and
 //! `handshake`, the one-link-per-peer rule in `peers`.
 
-mod frame;
+pub(crate) mod frame;
 mod handshake;
 mod link;
 mod listener;
-mod net;
+pub(crate) mod net;
 mod peers;
 #[cfg(test)]
 mod tests;
@@ -71,9 +71,13 @@ pub struct Limits {
     pub queue_bytes: usize,
 }
 
+impl Limits {
+    pub const DEFAULT_MAX_FRAME: usize = 64 << 20;
+}
+
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_frame: 64 << 20, queue_frames: 4096, queue_bytes: 64 << 20 }
+        Limits { max_frame: Self::DEFAULT_MAX_FRAME, queue_frames: 4096, queue_bytes: 64 << 20 }
     }
 }
 

@@ -364,7 +364,7 @@ fn another_protocol_version_is_refused_cleanly_both_ways() {
     s.write_all(&wire).expect("write");
     let (kind, payload) = frame::read_frame(&mut s, 1 << 16).expect("an answer");
     assert_eq!(kind, REFUSE);
-    assert!(String::from_utf8_lossy(&payload).contains("speaks protocol 3, this node 1"));
+    assert!(String::from_utf8_lossy(&payload).contains(&format!("speaks protocol 3, this node {}", frame::VERSION)));
     assert!(closed_by_peer(&mut s));
     assert_eq!(a.t.stats().refused_in, 1);
 
@@ -381,7 +381,7 @@ fn another_protocol_version_is_refused_cleanly_both_ways() {
     });
     a.t.connect_addr(&future.to_string());
     match a.wait("ContactFailed", |e| matches!(e, Inbound::ContactFailed { .. })) {
-        Inbound::ContactFailed { reason, .. } => assert!(reason.contains("speaks protocol 3, this node 1"), "{}", reason),
+        Inbound::ContactFailed { reason, .. } => assert!(reason.contains(&format!("speaks protocol 3, this node {}", frame::VERSION)), "{}", reason),
         _ => unreachable!(),
     }
     server.join().expect("server");
@@ -435,15 +435,15 @@ fn corrupt_frames_close_only_their_connection() {
     let mut bad_crc = good.clone();
     bad_crc[frame::HEADER_LEN] ^= 0x20;
     let mut bad_version = good.clone();
-    bad_version[0] = 2;
+    bad_version[0] = frame::VERSION + 1;
     let mut reserved = Vec::new();
     frame::write_frame(&mut reserved, HELLO, b"again").expect("encode");
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("bad checksum", bad_crc),
-        ("absurd length", header(1, 1, u32::MAX, 0)),
+        ("absurd length", header(frame::VERSION, 1, u32::MAX, 0)),
         ("bad version", bad_version),
         ("reserved kind", reserved),
-        ("truncated", [&header(1, 1, 100, 0)[..], &[0u8; 10]].concat()),
+        ("truncated", [&header(frame::VERSION, 1, 100, 0)[..], &[0u8; 10]].concat()),
     ];
     for (name, garbage) in &cases {
         let (mut s, id) = fake_peer(a.t.local_addr());

@@ -116,7 +116,7 @@ fn donor_selection_follows_wsrep_sst_donor() {
     assert_eq!(g.select_donor(c, "node2"), Err(DonorError::Again), "named but still joining");
     assert_eq!(g.select_donor(c, "node2,"), Ok(a), "trailing comma falls back to any");
     assert_eq!(g.select_donor(c, "node9"), Err(DonorError::Unreachable));
-    let req = Entry::StateRequest { joiner: c, donors: "".into(), ist: (Uuid::NIL, -1), request: Bytes::from_static(b"x") };
+    let req = Entry::StateRequest { joiner: c, donors: "".into(), ist: crate::group::IstRequest { position: (Uuid::NIL, -1), addr: String::new() }, request: Bytes::from_static(b"x") };
     let out = apply(&mut g, req.clone());
     assert!(out.contains(&GroupEvent::MemberState { member: a, state: MemberState::Donor, desync_count: 1 }));
     assert!(matches!(out.last(), Some(GroupEvent::StateTransfer { donor: Ok(d), seqno: 3, .. }) if *d == a));

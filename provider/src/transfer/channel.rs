@@ -1,0 +1,289 @@
+//! The IST connection's two ends: the joiner's receiver, a listener that
+//! takes one connection and feeds what it reads into the `Incoming` queue,
+//! and the donor's sender. Formats are in `ist`.
+
+use std::io::{BufReader, BufWriter, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::inbox::Incoming;
+use super::ist::{self, Chunk, Header};
+use crate::gcache::Cached;
+use crate::gtid::Seqno;
+use crate::transport::frame::{self, FrameError};
+use crate::transport::net;
+
+/// A connection that moves nothing for this long is dead (the donor, the
+/// joiner or the network): the transfer fails.
+pub const STALL: Duration = Duration::from_secs(60);
+/// How long the donor tries to reach the joiner's receiver.
+const CONNECT_WAIT: Duration = Duration::from_secs(10);
+/// How often the accepting thread looks whether it is still wanted.
+const TICK: Duration = Duration::from_millis(200);
+/// A writeset travels whole in one chunk; the group's links bound what can
+/// be ordered at all, so a bigger chunk is no writeset of ours.
+const MAX_CHUNK: usize = crate::transport::Limits::DEFAULT_MAX_FRAME + 64;
+
+/// The joiner's listener, serving one transfer. Dropping it stops the
+/// transfer (if any) and frees the port.
+pub struct Receiver {
+    addr: String,
+    listening: String,
+    incoming: Arc<Incoming>,
+    /// The accepted connection, so that a drop can wake a blocked reader.
+    conn: Arc<Mutex<Option<TcpStream>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Receiver {
+    /// Listens at `bind` (`tcp://host:port`) and feeds the first
+    /// connection into `incoming`, which the caller has opened. `addr` is
+    /// where donors reach it (the same, unless behind NAT).
+    pub fn start(addr: &str, bind: &str, incoming: Arc<Incoming>) -> Result<Receiver, String> {
+        let fail = |e: std::io::Error| format!("Failed to open IST listener at {}: {}", bind, e);
+        let listener = TcpListener::bind(net::resolve(bind).map_err(fail)?).map_err(fail)?;
+        let listening = format!("tcp://{}", listener.local_addr().map_err(fail)?);
+        let conn = Arc::new(Mutex::new(None));
+        let thread = {
+            let (incoming, conn) = (incoming.clone(), conn.clone());
+            std::thread::Builder::new()
+                .name("lockstep-ist-recv".into())
+                .spawn(move || serve(listener, &incoming, &conn))
+                .map_err(|e| format!("cannot start the IST receiver thread: {}", e))?
+        };
+        Ok(Receiver { addr: addr.to_string(), listening, incoming, conn, thread: Some(thread) })
+    }
+
+    /// Where donors connect (`tcp://host:port`).
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// The socket actually bound (`tcp://host:port`).
+    pub fn listening(&self) -> &str {
+        &self.listening
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        // Closed first: the thread checks it after publishing its
+        // connection, so either it sees the flag or we see the connection.
+        self.incoming.close();
+        if let Some(c) = self.conn.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            let _ = c.shutdown(Shutdown::Both);
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve(listener: TcpListener, incoming: &Incoming, conn: &Mutex<Option<TcpStream>>) {
+    let Some(stream) = accept_one(&listener, incoming) else { return };
+    drop(listener); // one connection per transfer
+    if let Ok(c) = stream.try_clone() {
+        *conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
+    }
+    if incoming.is_closed() {
+        return;
+    }
+    if let Err(e) = receive(stream, incoming) {
+        incoming.fail(e);
+    }
+}
+
+fn accept_one(listener: &TcpListener, incoming: &Incoming) -> Option<TcpStream> {
+    while !incoming.is_closed() {
+        if !net::wait_readable(listener, TICK) {
+            continue;
+        }
+        match listener.accept() {
+            Ok((s, _)) => return Some(s),
+            Err(e) => {
+                incoming.fail(format!("cannot accept the donor's IST connection: {}", e));
+                return None;
+            }
+        }
+    }
+    None
+}
+
+/// Reads the header and exactly the seqnos it announces.
+fn receive(stream: TcpStream, incoming: &Incoming) -> Result<(), String> {
+    stream.set_read_timeout(Some(STALL)).map_err(|e| e.to_string())?;
+    let mut r = BufReader::new(stream);
+    let header = match read_chunk(&mut r)? {
+        Chunk::Header(h) => h,
+        Chunk::Item { .. } => return Err("the donor sent a seqno before its header".into()),
+    };
+    incoming.header(header)?;
+    for _ in 0..header.len() {
+        match read_chunk(&mut r)? {
+            Chunk::Item { seqno, item } => incoming.push(seqno, item)?,
+            Chunk::Header(_) => return Err("the donor sent a second header".into()),
+        }
+    }
+    Ok(())
+}
+
+fn read_chunk(r: &mut impl std::io::Read) -> Result<Chunk, String> {
+    let (kind, payload) = frame::read_frame(r, MAX_CHUNK).map_err(describe)?;
+    ist::decode(kind, &payload)
+}
+
+fn describe(e: FrameError) -> String {
+    match e {
+        // A lockstep donor's first frame is a header; anything else is
+        // not a donor at all.
+        FrameError::Version { version, kind } if kind == ist::HEADER => {
+            format!("the donor speaks protocol {}, this node {}", version, frame::VERSION)
+        }
+        FrameError::Version { version, .. } => {
+            format!("not a lockstep IST stream (first byte {}, expected {})", version, frame::VERSION)
+        }
+        FrameError::Closed => "the donor closed the connection before the transfer ended".into(),
+        FrameError::Checksum => "corrupt IST chunk (checksum mismatch)".into(),
+        FrameError::Io(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            format!("no data from the donor for {:?}", STALL)
+        }
+        e => format!("IST connection: {}", e),
+    }
+}
+
+/// The donor's side: connects to the joiner's receiver at `addr` and sends
+/// the header, then `items` (which must be the header's range, in order).
+pub fn send(addr: &str, header: Header, items: impl IntoIterator<Item = (Seqno, Cached)>) -> Result<(), String> {
+    let to = net::resolve(addr).map_err(|e| e.to_string())?;
+    let stream = TcpStream::connect_timeout(&to, CONNECT_WAIT).map_err(|e| format!("cannot connect to {}: {}", addr, e))?;
+    stream.set_write_timeout(Some(STALL)).map_err(|e| e.to_string())?;
+    let mut w = BufWriter::with_capacity(256 << 10, &stream);
+    let io = |e: std::io::Error| format!("sending to {}: {}", addr, e);
+    write_chunk(&mut w, &Chunk::Header(header)).map_err(io)?;
+    let mut next = header.first;
+    for (seqno, item) in items {
+        if seqno != next || seqno > header.last {
+            // The joiner would refuse it anyway; say why here.
+            return Err(format!("seqno {} where {} was due (range {}-{})", seqno, next, header.first, header.last));
+        }
+        write_chunk(&mut w, &Chunk::Item { seqno, item }).map_err(io)?;
+        next += 1;
+    }
+    if next != header.last + 1 {
+        return Err(format!("only seqnos {}-{} of {}-{} to send", header.first, next - 1, header.first, header.last));
+    }
+    w.flush().map_err(io)
+}
+
+fn write_chunk(w: &mut impl Write, chunk: &Chunk) -> std::io::Result<()> {
+    let (kind, payload) = ist::encode(chunk);
+    w.write_all(&frame::header(kind, &payload))?;
+    w.write_all(&payload)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gtid::Uuid;
+    use bytes::Bytes;
+
+    const SOON: Duration = Duration::from_secs(5);
+
+    fn ws(b: &'static [u8]) -> Cached {
+        Cached::Writeset { payload: Bytes::from_static(b), certified: true }
+    }
+
+    fn receiver(h: Header) -> (Receiver, Arc<Incoming>) {
+        let incoming = Arc::new(Incoming::default());
+        incoming.open(h.history, h.joiner);
+        let r = Receiver::start("tcp://127.0.0.1:0", "tcp://127.0.0.1:0", incoming.clone()).unwrap();
+        (r, incoming)
+    }
+
+    fn header(first: Seqno, last: Seqno) -> Header {
+        Header { history: Uuid::random(), joiner: Uuid::random(), first, last }
+    }
+
+    #[test]
+    fn a_transfer_crosses_the_connection_in_order() {
+        let h = header(5, 7);
+        let (r, incoming) = receiver(h);
+        assert!(r.listening().starts_with("tcp://127.0.0.1:"));
+        send(r.listening(), h, [(5, ws(b"a")), (6, Cached::View), (7, ws(b"c"))]).unwrap();
+        assert_eq!(incoming.wait_header(SOON), Ok(h));
+        let got: Vec<_> = std::iter::from_fn(|| incoming.next(SOON).unwrap()).collect();
+        assert_eq!(got, [(5, ws(b"a")), (6, Cached::View), (7, ws(b"c"))]);
+    }
+
+    #[test]
+    fn an_ipv6_receiver_takes_an_empty_transfer() {
+        let h = header(10, 9);
+        let incoming = Arc::new(Incoming::default());
+        incoming.open(h.history, h.joiner);
+        let Ok(r) = Receiver::start("tcp://[::1]:0", "tcp://[::1]:0", incoming.clone()) else {
+            return; // no IPv6 loopback here
+        };
+        assert!(r.listening().starts_with("tcp://[::1]:"), "{}", r.listening());
+        send(r.listening(), h, []).unwrap();
+        assert_eq!(incoming.next(SOON), Ok(None));
+    }
+
+    #[test]
+    fn a_transfer_for_another_joiner_or_history_is_refused() {
+        let h = header(1, 1);
+        let (r, incoming) = receiver(h);
+        let _ = send(r.listening(), Header { joiner: Uuid::random(), ..h }, [(1, ws(b"x"))]);
+        assert!(incoming.next(SOON).unwrap_err().contains("for member"));
+        let (r, incoming) = receiver(h);
+        let _ = send(r.listening(), Header { history: Uuid::random(), ..h }, [(1, ws(b"x"))]);
+        assert!(incoming.next(SOON).unwrap_err().contains("history"));
+    }
+
+    /// Raw bytes to a receiver, as a broken or foreign donor would send.
+    fn raw(r: &Receiver, bytes: &[u8]) {
+        let mut s = TcpStream::connect(net::resolve(r.listening()).unwrap()).unwrap();
+        s.write_all(bytes).unwrap();
+    }
+
+    fn framed(chunk: &Chunk) -> Vec<u8> {
+        let (kind, payload) = ist::encode(chunk);
+        [&frame::header(kind, &payload)[..], &payload].concat()
+    }
+
+    #[test]
+    fn corruption_another_version_or_a_short_stream_fail_the_transfer() {
+        let h = header(1, 2);
+        let good = [framed(&Chunk::Header(h)), framed(&Chunk::Item { seqno: 1, item: ws(b"abc") })].concat();
+        let mut flipped = good.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        let mut old_peer = good.clone();
+        old_peer[0] = frame::VERSION - 1;
+        for (wire, why) in [
+            (flipped, "checksum"),
+            (old_peer, &format!("speaks protocol {}, this node {}", frame::VERSION - 1, frame::VERSION)),
+            (good, "closed the connection before the transfer ended"),
+            (b"GET / HTTP/1.0\r\n\r\n".to_vec(), "not a lockstep IST stream"),
+        ] {
+            let (r, incoming) = receiver(h);
+            raw(&r, &wire);
+            let e = std::iter::from_fn(|| incoming.next(SOON).transpose()).find_map(Result::err).unwrap();
+            assert!(e.contains(why), "{} in {}", why, e);
+        }
+    }
+
+    #[test]
+    fn dropping_the_receiver_frees_its_port_and_stops_a_transfer() {
+        let h = header(1, 3);
+        let (r, incoming) = receiver(h);
+        let addr = r.listening().to_string();
+        let mut s = TcpStream::connect(net::resolve(&addr).unwrap()).unwrap();
+        s.write_all(&framed(&Chunk::Header(h))).unwrap();
+        assert_eq!(incoming.wait_header(SOON), Ok(h));
+        drop(r);
+        assert!(incoming.next(SOON).unwrap_err().contains("closed"));
+        let port = addr.rsplit(':').next().unwrap();
+        TcpListener::bind(format!("127.0.0.1:{}", port)).expect("the port is free again");
+    }
+}
