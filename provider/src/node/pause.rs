@@ -97,7 +97,10 @@ impl Shared {
 
     pub fn resync(&self) -> Status {
         if self.status().desync_count == 0 {
-            log::warning!("resync: the node is not desynced");
+            // A node that left the primary component and joined it again
+            // lost its desync with its old membership (Galera likewise
+            // ignores that JOIN): nothing to undo, nothing wrong.
+            log::info!("resync: the node is not desynced (it rejoined the cluster since it was)");
             return Status::Ok;
         }
         match self.member_transition(Transition::Join) {
