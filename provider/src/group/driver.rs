@@ -1000,7 +1000,7 @@ impl super::ready::ReadyHandler for Driver {
     }
 
     fn applied(&self) -> Option<u64> {
-        self.applied_for_raft()
+        self.gate.applied_for_raft(self.applying, self.raw.raft.raft_log.applied)
     }
 
     fn read_states(&mut self, states: Vec<raft::ReadState>) {

@@ -26,21 +26,20 @@ impl Driver {
     /// Applies what the gate lets through, one entry at a time: an entry
     /// that changes a weight may switch the gate for the very next one.
     fn deliver_gated(&mut self) {
-        while self.removed_at.is_none() {
-            let Some(e) = self.gate.next() else { break };
-            self.apply_entry(e);
-            let weighted = self.state.weighted();
-            if weighted != self.gate.is_active() {
-                log::info!("member weights are {} now: delivery {} the weighted commit index", if weighted { "unequal" } else { "equal" }, if weighted { "waits for" } else { "no longer waits for" });
-                self.gate.set_active(weighted.then_some(self.applying));
-            }
+        if self.removed_at.is_some() {
+            return;
         }
-    }
-
-    /// What raft-rs must count as applied after a `Ready` while entries
-    /// wait at the gate (None: everything it handed out).
-    pub(super) fn applied_for_raft(&self) -> Option<u64> {
-        (self.gate.held() > 0).then(|| self.applying.max(self.raw.raft.raft_log.applied))
+        // Out of `self` while entries apply (they never touch it).
+        let mut gate = std::mem::take(&mut self.gate);
+        let was = gate.is_active();
+        gate.deliver(|e| {
+            self.apply_entry(e);
+            self.removed_at.is_none().then(|| (self.state.weighted(), self.applying))
+        });
+        if gate.is_active() != was {
+            log::info!("member weights are {} now", if was { "equal" } else { "unequal: delivery waits for the weighted commit index" });
+        }
+        self.gate = gate;
     }
 
     /// The weighted commit index reached `index`: deliver up to it.

@@ -201,6 +201,27 @@ impl Gate {
         self.ever_active
     }
 
+    /// Applies what the gate lets through, one entry at a time, until
+    /// `apply` says stop (None: the member was removed); `apply` returns
+    /// whether weights differ after the entry and the index applied, so
+    /// that an entry changing a weight switches the gate for the very
+    /// next one.
+    pub fn deliver(&mut self, mut apply: impl FnMut(RaftEntry) -> Option<(bool, u64)>) {
+        while let Some(e) = self.next() {
+            let Some((weighted, applied)) = apply(e) else { return };
+            if weighted != self.is_active() {
+                self.set_active(weighted.then_some(applied));
+            }
+        }
+    }
+
+    /// What raft-rs must count as applied (`applied`, or what it counts
+    /// already if more) while entries wait here; None: everything it
+    /// handed out was applied.
+    pub fn applied_for_raft(&self, applied: u64, raft_applied: u64) -> Option<u64> {
+        (self.held() > 0).then_some(applied.max(raft_applied))
+    }
+
     /// The weighted commit index reached `index` (it never goes back).
     pub fn open(&mut self, index: u64) {
         if let Some(to) = self.open_to.as_mut() {

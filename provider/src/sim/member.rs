@@ -409,14 +409,15 @@ impl Member {
     /// The driver's `deliver_gated`: an entry that changes a weight may
     /// switch the gate for the very next one.
     fn deliver_gated(&mut self) {
-        while self.removed_at.is_none() {
-            let Some(e) = self.gate.next() else { break };
-            self.apply_entry(e);
-            let weighted = self.state.weighted();
-            if weighted != self.gate.is_active() {
-                self.gate.set_active(weighted.then_some(self.applying));
-            }
+        if self.removed_at.is_some() {
+            return;
         }
+        let mut gate = std::mem::take(&mut self.gate);
+        gate.deliver(|e| {
+            self.apply_entry(e);
+            self.removed_at.is_none().then(|| (self.state.weighted(), self.applying))
+        });
+        self.gate = gate;
     }
 
     fn apply_entry(&mut self, e: raft::prelude::Entry) {
@@ -559,7 +560,7 @@ impl group::ready::ReadyHandler for Member {
     }
 
     fn applied(&self) -> Option<u64> {
-        (self.gate.held() > 0).then(|| self.applying.max(self.raw.raft.raft_log.applied))
+        self.gate.applied_for_raft(self.applying, self.raw.raft.raft_log.applied)
     }
 }
 
