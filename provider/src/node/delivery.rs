@@ -99,6 +99,7 @@ impl Shared {
     /// node catches up from what its data holds, by IST if a donor has it.
     fn on_rejoining(&self) {
         self.fail_pending();
+        self.rejoins.fetch_add(1, Ordering::SeqCst);
         // What was ordered while this node was a member is already in its
         // appliers' queue and will commit: the gap starts after it. (From
         // what has committed so far, a node thawed with a full queue would

@@ -76,6 +76,9 @@ impl Shared {
             if let Err(s) = self.may_replicate(&t) {
                 return s;
             }
+            if self.orphaned(&mut t, fl, trx.trx_id) {
+                return Status::TrxFail;
+            }
             let ws = t.builder.take(fl & flags::MASK, self.my_id(), trx.trx_id, conn_id, self.apply.last_left());
             t.state = TrxState::Replicating;
             t.fragments += 1;
@@ -96,6 +99,25 @@ impl Shared {
             trx.lock().apply = Slot::Inside;
         }
         status
+    }
+
+    /// A streaming transaction whose fragments were sent before the group
+    /// went on without this node was rolled back by the others (the
+    /// server's orphaned-SR cleanup on their view change): its next
+    /// fragment or commit fails certification, so the client gets a
+    /// deadlock error, as with Galera. Its rollback fragment still goes
+    /// out (the others ignore one for a transaction they no longer have).
+    fn orphaned(&self, t: &mut TrxInner, fl: u32, trx_id: u64) -> bool {
+        let rejoins = self.rejoins.load(Ordering::SeqCst);
+        if t.fragments == 0 {
+            t.rejoins = rejoins;
+            return false;
+        }
+        let orphaned = t.rejoins != rejoins && fl & flags::ROLLBACK == 0;
+        if orphaned {
+            log::info!("streaming transaction {} began before this node left the primary component: the cluster rolled it back", trx_id as i64);
+        }
+        orphaned
     }
 
     fn may_replicate(&self, t: &TrxInner) -> Result<(), Status> {

@@ -154,6 +154,10 @@ pub struct Shared {
     /// What the data held when this connection began: where a joiner's
     /// IST starts.
     joined_from: Mutex<Gtid>,
+    /// How many times the group went on without this node (it rejoined):
+    /// a streaming transaction begun before is orphaned (see
+    /// `local::orphaned`).
+    rejoins: AtomicU64,
     /// On a rejoin from a view this node was in: the last seqno it had
     /// handed to its appliers, which must commit before the IST installs
     /// what follows. Undefined on a fresh connection (its appliers hold
@@ -243,6 +247,7 @@ impl Node {
             ist: Default::default(),
             after_sst: Mutex::new(None),
             joined_from: Mutex::new(Gtid::UNDEFINED),
+            rejoins: AtomicU64::new(0),
             drain_to: AtomicI64::new(SEQNO_UNDEFINED),
             entered_at: AtomicI64::new(SEQNO_UNDEFINED),
         };

@@ -55,6 +55,8 @@ pub struct TrxInner {
     pub commit: Slot,
     /// Fragments of a streaming trx certified so far.
     pub fragments: u32,
+    /// The node's rejoin count when the first fragment was sent.
+    pub rejoins: u64,
 }
 
 pub struct LocalTrx {
@@ -104,6 +106,7 @@ impl TrxTable {
             apply: Slot::Free,
             commit: Slot::Free,
             fragments: 0,
+            rejoins: 0,
         };
         let trx = Arc::new(LocalTrx { id, trx_id, inner: Mutex::new(inner), aborted: Default::default() });
         let mut t = self.lock();
