@@ -899,9 +899,10 @@ impl Driver {
     }
 
     /// Events of an entry at `index` from `from` on: up to our removal
-    /// (`stale_until`), the views and our states are our previous
-    /// incarnation's; the node must not take them for its new join. The
-    /// writesets still feed its certification.
+    /// (`stale_until`), the views, our states and the state transfers are
+    /// our previous incarnation's; the node must not take them for its new
+    /// join (nor donate again what it donated then). The writesets still
+    /// feed its certification.
     fn drop_stale(&mut self, index: u64, from: usize) {
         if index > self.stale_until {
             return;
@@ -910,7 +911,7 @@ impl Driver {
         let mut i = from;
         while i < self.events.len() {
             let stale = match &self.events[i] {
-                GroupEvent::View(_) => true,
+                GroupEvent::View(_) | GroupEvent::StateTransfer { .. } => true,
                 GroupEvent::MemberState { member, .. } => *member == me,
                 _ => false,
             };

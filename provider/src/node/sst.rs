@@ -135,6 +135,12 @@ impl Shared {
 
     /// The group's answer to a state request (on the group thread).
     pub(super) fn on_state_transfer(&self, joiner: Uuid, donor: Result<Uuid, DonorError>, request: bytes::Bytes, seqno: Seqno, ist: IstRequest) {
+        if joiner != self.my_id() && !self.in_view.load(std::sync::atomic::Ordering::SeqCst) {
+            // History a joiner replays from the group's log: another
+            // member's transfer, done long ago (Galera's joiners never see
+            // it).
+            return log::debug!("replayed state request of {} (donor {:?})", joiner, donor);
+        }
         let name = |id: Uuid| self.member_name(id);
         match donor {
             Ok(d) => log::info!("Member {} requested state transfer: selected donor {}", name(joiner), name(d)),
