@@ -1,8 +1,8 @@
 //! Weighted quorum on the driver's thread (the rules are in `weights`):
 //! committed entries pass the gate once the weighted commit index reaches
 //! them, the leader computes that index and tells the others with its
-//! verdict on the weight it hears, and a leaderless side that weighs more
-//! than half forms the primary component again.
+//! verdict on the weight it hears, and a leaderless member that alone
+//! weighs more than half forms the primary component again.
 
 use std::time::Instant;
 

@@ -13,8 +13,8 @@
 //!   entry Raft committed is held back until voters weighing more than
 //!   half hold it too (the weighted commit index, which the leader
 //!   computes and tells the others), and the light side turns
-//!   non-primary once it has gone without the heavy one for the eviction
-//!   timeout.
+//!   non-primary once its leader has not heard the heavy one for Raft's
+//!   check_quorum window (`VERDICT_WINDOW`) and the quorum grace passed.
 //!
 //! Every delivered entry is thus held by a weighted majority. A member that
 //! alone weighs more than half is in every weighted majority, so its log
