@@ -813,10 +813,10 @@ impl Driver {
         let _ = self.raw.campaign();
     }
 
-    /// No leader past the grace: non-primary, unless this side weighs more
-    /// than half (members of unequal weights) or the configuration says to
-    /// go on; then the side forms the primary component again, the
-    /// writesets waiting proposed again there.
+    /// No leader past the grace: non-primary, unless this member alone
+    /// weighs more than half (`pc.weight`) or the configuration says to go
+    /// on; then it delivers its whole log and forms the primary component
+    /// again, the writesets waiting proposed again there.
     fn lose_primary_or_ignore(&mut self) {
         let now = Instant::now();
         let standing = self.side_standing(now);
@@ -828,7 +828,7 @@ impl Driver {
             // Galera's wording (mtr suppresses it): the operator chose this.
             log::warning!("Ignoring possible split-brain (allowed by configuration) from view: this side stands {:?} in the last primary view", standing);
         } else {
-            log::info!("this side of the partition weighs more than half of the last primary view: it forms the primary component");
+            log::info!("this node alone weighs more than half of the last primary view: it forms the primary component");
         }
         self.deliver_own_log();
         self.proposals.unsend_all(now);
