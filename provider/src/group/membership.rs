@@ -247,11 +247,8 @@ impl Driver {
         let Some((id, silent)) = self.liveness.overdue(&others, now) else { return };
         let Some(m) = self.state.members().iter().find(|m| m.info.id.raft_id() == id) else { return };
         let (uuid, name) = (m.info.id, m.info.name.clone());
-        let rest = self.state.weight_of(|m| m.info.id != uuid);
-        if super::weights::standing(rest, self.state.weight_of(|_| true)) != super::weights::Standing::Majority && self.state.weighted() {
-            // The view without it would not be primary (Galera's rule):
-            // this side turns non-primary instead (see `weighted`).
-            return;
+        if !super::weights::may_remove(&self.state, uuid) {
+            return; // this side turns non-primary instead (see `weighted`)
         }
         // Info, as Galera logs its suspicions: the view change is the news.
         log::info!(

@@ -77,6 +77,18 @@ impl Member {
     }
 }
 
+/// Watches `members` for `span`: none may deliver an event `bad` matches.
+fn none_for(members: &[&Member], span: Duration, what: &str, bad: impl Fn(&GroupEvent) -> bool) {
+    let deadline = Instant::now() + span;
+    while Instant::now() < deadline {
+        for m in members {
+            if let Ok(e) = m.rx.recv_timeout(Duration::from_millis(50)) {
+                assert!(!bad(&e), "{}: {:?}", what, e);
+            }
+        }
+    }
+}
+
 fn view_with(n: usize) -> impl Fn(&GroupEvent) -> bool {
     move |e| matches!(e, GroupEvent::View(v) if v.primary && v.members.len() == n)
 }
@@ -396,12 +408,7 @@ fn a_stranger_claiming_no_member_of_the_view_does_not_reform_it() {
     a.until("a's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
     let stranger = recovery::Previous { member: Uuid::random(), view: vec![], position: (Uuid::NIL, -1) };
     let c = start_with(GroupConfig { previous: Some(stranger), ..config("node3", Mode::Join { peers: vec![a.addr()] }) });
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline {
-        if let Ok(GroupEvent::View(v)) = a.rx.recv_timeout(Duration::from_millis(100)) {
-            assert!(!v.primary, "a must stay non-primary: {:?}", v);
-        }
-    }
+    none_for(&[&a], Duration::from_secs(3), "a must stay non-primary", |e| matches!(e, GroupEvent::View(v) if v.primary));
     a.group.stop();
     c.group.stop();
 }
@@ -486,14 +493,7 @@ fn a_light_majority_delivers_nothing_without_the_heavy_member_which_goes_on_alon
     for m in [&b, &c] {
         m.until("a non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
     }
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline {
-        for m in [&b, &c] {
-            if let Ok(e) = m.rx.recv_timeout(Duration::from_millis(50)) {
-                assert!(!matches!(e, GroupEvent::Ordered { .. } | GroupEvent::View(View { primary: true, .. })), "a light side delivered {:?}", e);
-            }
-        }
-    }
+    none_for(&[&b, &c], Duration::from_secs(2), "a light side delivered", |e| matches!(e, GroupEvent::Ordered { .. } | GroupEvent::View(View { primary: true, .. })));
     a.group.propose(1, |buf| buf.push(1), 1).unwrap();
     let got = ordered_of(&a, 1);
     assert_eq!(got.len(), 1);
@@ -512,12 +512,7 @@ fn with_equal_weights_a_minority_never_reforms() {
     std::thread::sleep(Duration::from_millis(500));
     a.group.isolate(true);
     a.until("a non-primary", |e| matches!(e, GroupEvent::View(v) if !v.primary));
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline {
-        if let Ok(GroupEvent::View(v)) = a.rx.recv_timeout(Duration::from_millis(50)) {
-            assert!(!v.primary, "an isolated minority became primary: {:?}", v);
-        }
-    }
+    none_for(&[&a], Duration::from_secs(2), "an isolated minority became primary", |e| matches!(e, GroupEvent::View(v) if v.primary));
     for m in [&a, &b, &c] {
         m.group.stop();
     }

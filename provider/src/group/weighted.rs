@@ -44,10 +44,10 @@ impl Driver {
 
     /// The weighted commit index reached `index`: deliver up to it.
     fn open_gate(&mut self, index: u64) {
-        if self.gate.held() == 0 {
-            return self.gate.open(index);
-        }
         self.gate.open(index);
+        if self.gate.held() == 0 {
+            return;
+        }
         self.deliver_gated();
         let applied = self.applying.max(self.raw.raft.raft_log.applied);
         self.raw.advance_apply_to(applied);
@@ -102,9 +102,8 @@ impl Driver {
     /// The leader's verdict: whether the members it heard within Raft's
     /// check_quorum window weigh enough to be primary.
     pub(super) fn side_is_primary(&self, now: Instant) -> bool {
-        let me = self.me.id;
-        let heard = |m: &Member| m.info.id == me || self.liveness.heard_within(m.info.id.raft_id(), now, weights::VERDICT_WINDOW);
-        let standing = weights::side_standing(&self.state, heard);
+        let heard = |id| self.liveness.heard_within(id, now, weights::VERDICT_WINDOW);
+        let standing = weights::leader_standing(&self.state, self.me.id, heard);
         standing == Standing::Majority || self.policy.forces_primary(standing)
     }
 

@@ -103,13 +103,26 @@ pub fn side_standing(state: &GroupState, hears: impl Fn(&Member) -> bool) -> Sta
     standing(state.weight_of(hears), state.weight_of(|_| true))
 }
 
+/// The leader's verdict on its side: itself and the members it heard
+/// within `VERDICT_WINDOW` (`heard`, by raft id), weighed.
+pub fn leader_standing(state: &GroupState, leader: super::super::gtid::Uuid, heard: impl Fn(u64) -> bool) -> Standing {
+    side_standing(state, |m| m.info.id == leader || heard(m.info.id.raft_id()))
+}
+
+/// Whether the leader may remove silent `member`: the view without it
+/// must still weigh more than half (Galera's rule; otherwise the side
+/// turns non-primary instead). Always, while weights are equal.
+pub fn may_remove(state: &GroupState, member: super::super::gtid::Uuid) -> bool {
+    !state.weighted() || side_standing(state, |m| m.info.id != member) == Standing::Majority
+}
+
 /// Whether `member` alone weighs more than half of the last primary
 /// view: then every weighted majority includes it, so every entry
 /// delivered anywhere is in its log, and it can form the component again
 /// on its own when it loses its leader (a side of several members cannot:
 /// the others could still acknowledge the old component's entries).
 pub fn decides_alone(state: &GroupState, member: super::super::gtid::Uuid) -> bool {
-    state.weighted() && standing(state.weight_of(|m| m.info.id == member), state.weight_of(|_| true)) == Standing::Majority
+    state.weighted() && side_standing(state, |m| m.info.id == member) == Standing::Majority
 }
 
 /// What the leader tells the members every tick while weights differ.
