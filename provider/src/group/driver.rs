@@ -18,7 +18,7 @@ use raft::{RawNode, StateRole};
 use super::entry::{Entry, MemberInfo, Membership, Transition};
 use super::flow_control::{FlowControl, Signal};
 use super::liveness::{Liveness, Timeouts};
-use super::proposals::{Proposals, Retry};
+use super::proposals::{Failed, Proposals};
 use super::quorum::{Change, Policy, Quorum};
 use super::recovery::{Previous, Recovery};
 use super::FlowGate;
@@ -39,8 +39,14 @@ pub trait Delivery: Send + 'static {
 }
 
 pub(super) enum Command {
-    /// A payload to order; `token` comes back with its delivery.
-    Propose { token: u64, data: Vec<u8> },
+    /// A writeset to order; `token` comes back with its delivery (0:
+    /// nobody waits for it).
+    Propose { token: u64, body: Bytes },
+    /// A group entry to order; nobody waits for it.
+    Send(Vec<u8>),
+    /// The client of `token` gave up waiting (KILL): fail it if its
+    /// writeset can still be kept from being ordered.
+    Cancel(u64),
     /// The seqno a causal read must wait for (Raft ReadIndex).
     ReadIndex(Sender<Seqno>),
     Net(Inbound),
@@ -98,6 +104,10 @@ const BATCH: usize = 256;
 const SNAPSHOT_EVERY: u64 = 16384;
 #[cfg(not(test))]
 const LOG_KEEP: u64 = 4096;
+/// The same in bytes: pieces of big writesets are entries of 1 MiB, and the
+/// log lives in memory.
+const SNAPSHOT_BYTES: u64 = 256 << 20;
+const LOG_KEEP_BYTES: u64 = 64 << 20;
 // Small in tests, so that joiners meet compacted logs.
 #[cfg(test)]
 const SNAPSHOT_EVERY: u64 = 64;
@@ -155,7 +165,12 @@ pub(super) struct Driver {
     /// proposals Raft dropped (no leader), to retry.
     pub(super) proposals: Proposals,
     dropped: std::collections::VecDeque<Vec<u8>>,
-    retries: Vec<Retry>,
+    /// Entry bytes applied since the last snapshot (big writesets' pieces
+    /// make entries of very different sizes).
+    applied_bytes: u64,
+    /// A piece of ours was committed or a fence resends: more to hand to
+    /// Raft once the current Ready is done.
+    pump_due: bool,
     /// Fencing of lost proposals: when a proposal of ours was last
     /// ordered, when we last fenced.
     last_own_delivery: Instant,
@@ -250,7 +265,8 @@ impl Driver {
             counters,
             proposals: Proposals::default(),
             dropped: Default::default(),
-            retries: Vec::new(),
+            applied_bytes: 0,
+            pump_due: false,
             last_own_delivery: now,
             last_fence: now,
             snapshots: Default::default(),
@@ -322,6 +338,10 @@ impl Driver {
         }
         self.maybe_bootstrap();
         self.on_ready();
+        if std::mem::take(&mut self.pump_due) {
+            self.pump();
+            self.on_ready();
+        }
         self.advance_weighted_commit();
         if let Some(index) = self.removed_at.take() {
             self.on_removed_notice(index);
@@ -333,7 +353,14 @@ impl Driver {
 
     fn handle(&mut self, cmd: Command) -> bool {
         match cmd {
-            Command::Propose { token, data } => self.propose(token, data),
+            Command::Propose { token, body } => self.propose(token, body),
+            Command::Send(data) => self.propose_or_keep(data),
+            Command::Cancel(token) => {
+                if let Some(failed) = self.proposals.cancel(token) {
+                    log::info!("a client gave up its writeset before it was wholly sent: it is withdrawn");
+                    self.fail(failed);
+                }
+            }
             Command::ReadIndex(reply) => {
                 let id = self.next_read;
                 self.next_read += 1;
@@ -365,16 +392,30 @@ impl Driver {
         true
     }
 
-    fn propose(&mut self, token: u64, data: Vec<u8>) {
+    fn propose(&mut self, token: u64, body: Bytes) {
         if token == 0 {
-            return self.propose_or_keep(data);
+            // Rollback fragments: small, and nobody waits for them.
+            return self.propose_or_keep(Entry::Ordered { origin: self.me.id, token, payload: body }.encode());
         }
         if self.gate_full(token) {
             return;
         }
-        let (wire, data) = self.proposals.add(token, data, Instant::now());
-        if self.raw.propose(vec![], data).is_ok() {
-            self.proposals.sent(wire);
+        self.proposals.add(token, body, Instant::now());
+        self.pump();
+    }
+
+    /// Hands Raft what our writesets have ready (see `Proposals::pump`).
+    fn pump(&mut self) {
+        let raw = &mut self.raw;
+        self.proposals.pump(self.me.id, |data| raw.propose(vec![], data).is_ok());
+    }
+
+    /// A writeset of ours failed: its client hears it, and what of it may
+    /// be in the log is fenced so that no member keeps its pieces.
+    fn fail(&mut self, failed: Failed) {
+        self.events.push(GroupEvent::ProposalFailed { token: failed.client });
+        if let Some(wire) = failed.fence {
+            self.propose_or_keep(Entry::Fence { origin: self.me.id, token: wire }.encode());
         }
     }
 
@@ -390,27 +431,18 @@ impl Driver {
         }
     }
 
-    /// Retries what Raft dropped while no leader was known, and resends
-    /// what a fence declared lost; fails writesets that waited too long.
-    /// Once a tick, so that a large writeset is not copied in a busy loop
-    /// while no leader is known.
+    /// Retries what Raft dropped while no leader was known; fails
+    /// writesets that made no progress for too long. Once a tick, so that
+    /// a writeset is not copied in a busy loop while no leader is known.
     fn resend(&mut self) {
         if self.bootstrap.is_some() {
             return; // a component being formed orders nothing before it
         }
         let give_up = self.give_up_after();
-        let mut retries = std::mem::take(&mut self.retries);
-        retries.extend(self.proposals.unsent(Instant::now(), give_up));
-        for r in retries {
-            match r {
-                Retry::Send { wire, data } => {
-                    if self.raw.propose(vec![], data).is_ok() {
-                        self.proposals.sent(wire);
-                    }
-                }
-                Retry::Fail { client } => self.events.push(GroupEvent::ProposalFailed { token: client }),
-            }
+        for failed in self.proposals.stalled(Instant::now(), give_up) {
+            self.fail(failed);
         }
+        self.pump();
         for data in std::mem::take(&mut self.dropped) {
             self.propose_or_keep(data);
         }
@@ -565,6 +597,7 @@ impl Driver {
     /// One committed entry, through the gate (see `weighted`).
     pub(super) fn apply_entry(&mut self, e: RaftEntry) {
         self.applying = e.index;
+        self.applied_bytes += e.data.len() as u64;
         match e.get_entry_type() {
             EntryType::EntryNormal if e.get_data().is_empty() => {} // leader no-op
             EntryType::EntryNormal => self.apply_normal(e.index, e.data),
@@ -590,13 +623,20 @@ impl Driver {
         }
     }
 
-    /// Our writesets ordered now get their client's token back; our
-    /// fences resend what they cover (the node never sees them).
+    /// Our writesets ordered now get their client's token back, their
+    /// pieces send more; our fences resend what they cover (the node never
+    /// sees either).
     fn note_own_deliveries(&mut self, from: usize) {
         let me = self.me.id;
         let mut fenced = None;
+        let mut progressed = false;
         for ev in &mut self.events[from..] {
             match ev {
+                GroupEvent::Assembling { origin, token, bytes } if *origin == me => {
+                    self.proposals.progressed(*token, *bytes, Instant::now());
+                    self.last_own_delivery = Instant::now();
+                    progressed = true;
+                }
                 GroupEvent::Ordered { origin, token, .. } if *origin == me && *token != 0 => {
                     // None: a copy from before a fence cannot be ordered
                     // (the group drops it), so this is not expected.
@@ -608,11 +648,15 @@ impl Driver {
                 _ => {}
             }
         }
-        self.events.retain(|ev| !matches!(ev, GroupEvent::Fenced { origin, .. } if *origin == me));
+        self.events.retain(|ev| !matches!(ev, GroupEvent::Fenced { origin, .. } if *origin == me) && !matches!(ev, GroupEvent::Assembling { .. }));
         if let Some(upto) = fenced {
             let give_up = self.give_up_after();
-            self.retries.extend(self.proposals.fenced(upto, Instant::now(), give_up));
+            for client in self.proposals.fenced(upto, Instant::now(), give_up) {
+                self.events.push(GroupEvent::ProposalFailed { token: client });
+            }
         }
+        // Not now: this runs inside a Ready hand-off (see `turn`).
+        self.pump_due |= progressed || fenced.is_some();
     }
 
     fn apply_conf_change(&mut self, index: u64, data: &[u8]) {
@@ -884,10 +928,11 @@ impl Driver {
     fn maybe_snapshot(&mut self) {
         let applied = self.raw.raft.raft_log.applied;
         let store = self.raw.store();
-        let due = applied >= store.snapshot_index() + SNAPSHOT_EVERY;
-        if !(store.snapshot_wanted() || due) || !self.state.is_primary() {
+        let due = applied >= store.snapshot_index() + SNAPSHOT_EVERY || self.applied_bytes >= SNAPSHOT_BYTES;
+        if !(store.snapshot_wanted() || due) || !self.state.is_primary() || !self.state.may_snapshot() {
             return;
         }
+        self.applied_bytes = 0;
         let mut snap = Snapshot::default();
         let node = self.delivery.snapshot();
         snap.set_data(Bytes::from(join_snapshot(&self.state.encode(), &node)));
@@ -895,7 +940,8 @@ impl Driver {
         md.index = applied;
         md.term = self.raw.raft.raft_log.term(applied).unwrap_or(0);
         md.set_conf_state(self.raw.raft.prs().conf().to_conf_state());
-        self.raw.store().set_snapshot(snap, applied.saturating_sub(LOG_KEEP));
+        let keep_from = self.raw.store().keep_from(applied, LOG_KEEP, LOG_KEEP_BYTES);
+        self.raw.store().set_snapshot(snap, keep_from);
     }
 
     /// Events of an entry at `index` from `from` on: up to our removal

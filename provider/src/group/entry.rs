@@ -9,6 +9,7 @@
 //! StateRequest joiner uuid 16 | donors str | ist uuid 16 | ist seqno i64 | ist addr str | request...
 //! Fence        origin uuid 16 | token u64
 //! Weight       member uuid 16 | weight u32
+//! Piece        origin uuid 16 | token u64 | total u64 | offset u64 | bytes...
 //! member := uuid 16 | name str | incoming str | address str ; str := len u16 | utf-8
 //! ```
 //!
@@ -75,6 +76,9 @@ pub enum Entry {
     /// A member's `pc.weight` (see `weights`): ordered, so that every
     /// member weighs the others alike.
     Weight { member: Uuid, weight: u32 },
+    /// Bytes `offset..offset+data.len()` of a payload of `total` bytes too
+    /// large for one entry (see `pieces`); the last piece orders it.
+    Piece { origin: Uuid, token: u64, total: u64, offset: u64, data: Bytes },
 }
 
 /// The context of a Raft conf-change entry.
@@ -116,6 +120,7 @@ const MEMBER_STATE: u8 = 3;
 const STATE_REQUEST: u8 = 4;
 const FENCE: u8 = 5;
 const WEIGHT: u8 = 6;
+const PIECE: u8 = 7;
 const BOOTSTRAP: u8 = 10;
 const ADD: u8 = 11;
 const PROMOTE: u8 = 12;
@@ -147,6 +152,15 @@ impl Entry {
                 out.push(WEIGHT);
                 out.extend_from_slice(&member.0);
                 out.extend_from_slice(&weight.to_le_bytes());
+            }
+            Entry::Piece { origin, token, total, offset, data } => {
+                out.reserve(16 + 3 * 8 + data.len());
+                out.push(PIECE);
+                out.extend_from_slice(&origin.0);
+                for n in [token, total, offset] {
+                    out.extend_from_slice(&n.to_le_bytes());
+                }
+                out.extend_from_slice(data);
             }
             Entry::MemberState { member, transition, seqno } => {
                 out.push(MEMBER_STATE);
@@ -183,6 +197,11 @@ impl Entry {
                 let (origin, token) = (r.uuid()?, r.u64()?);
                 r.end()?;
                 Ok(Entry::Fence { origin, token })
+            }
+            PIECE => {
+                let origin = r.uuid()?;
+                let (token, total, offset) = (r.u64()?, r.u64()?, r.u64()?);
+                Ok(Entry::Piece { origin, token, total, offset, data: buf.slice(r.pos..) })
             }
             WEIGHT => {
                 let member = r.uuid()?;
@@ -348,7 +367,7 @@ mod tests {
             if let Ok(d) = Entry::decode(&enc.slice(..len)) {
                 // Only entries ending in a payload can be cut and still
                 // decode (the payload is the rest of the buffer).
-                assert!(matches!(d, Entry::Ordered { .. } | Entry::StateRequest { .. }));
+                assert!(matches!(d, Entry::Ordered { .. } | Entry::StateRequest { .. } | Entry::Piece { .. }));
             }
         }
     }
@@ -360,6 +379,7 @@ mod tests {
         round_trip(Entry::MemberState { member: Uuid::random(), transition: Transition::Rejoin, seqno: -1 });
         round_trip(Entry::Weight { member: Uuid::random(), weight: 255 });
         round_trip(Entry::Fence { origin: Uuid::random(), token: 9 });
+        round_trip(Entry::Piece { origin: Uuid::random(), token: 5, total: 3 << 20, offset: 1 << 20, data: Bytes::from_static(b"rows") });
         let req = Entry::StateRequest {
             joiner: Uuid::random(),
             donors: "node1,".into(),

@@ -78,6 +78,22 @@ impl GroupLog {
         }
     }
 
+    /// The first index to keep behind a snapshot at `applied`: at most
+    /// `entries` entries and about `bytes` bytes of them (at least one).
+    pub fn keep_from(&self, applied: u64, entries: u64, bytes: u64) -> u64 {
+        let first = self.mem.first_index().unwrap_or(1);
+        let low = applied.saturating_sub(entries).max(first);
+        let Ok(kept) = self.mem.entries(low, applied + 1, None, GetEntriesContext::empty(false)) else { return low };
+        let mut held = 0u64;
+        for e in kept.iter().rev() {
+            held += e.data.len() as u64;
+            if held > bytes {
+                return e.index + 1;
+            }
+        }
+        low
+    }
+
     pub fn append(&self, entries: &[Entry]) -> raft::Result<()> {
         self.mem.wl().append(entries)
     }

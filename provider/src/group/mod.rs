@@ -13,6 +13,7 @@ pub mod flow_control;
 pub mod liveness;
 mod log;
 mod membership;
+pub mod pieces;
 mod proposals;
 pub mod quorum;
 pub mod weights;
@@ -235,17 +236,18 @@ impl Group {
         tx.send(cmd).map_err(|_| GroupError::Closed)
     }
 
-    /// Proposes an ordered payload. Its delivery comes back through the
-    /// `Delivery` as `Ordered` with this `token`, or `ProposalFailed` /
-    /// `Fenced`. Bounded by the callers: each client thread has at most one
-    /// proposal in flight, and waits for it.
+    /// Proposes an ordered payload, of any size (a large one goes in
+    /// pieces: see `pieces`). Its delivery comes back through the
+    /// `Delivery` as `Ordered` with this `token`, or `ProposalFailed`.
+    /// Bounded by the callers: each client thread has at most one proposal
+    /// in flight, and waits for it.
     pub fn propose(&self, token: u64, build: impl FnOnce(&mut Vec<u8>), size_hint: usize) -> Result<(), GroupError> {
-        let mut data = entry::ordered_header(self.me.id, token, size_hint);
-        build(&mut data);
+        let mut body = Vec::with_capacity(size_hint);
+        build(&mut body);
         if token != 0 {
             self.counters.send_queue.fetch_add(1, AtomicOrdering::Relaxed);
         }
-        self.command(Command::Propose { token, data }).inspect_err(|_| {
+        self.command(Command::Propose { token, body: bytes::Bytes::from(body) }).inspect_err(|_| {
             if token != 0 {
                 self.counters.sent_one_less();
             }
@@ -255,7 +257,7 @@ impl Group {
     /// Orders a change of this member's state (desync, join, sync).
     pub fn member_state(&self, transition: Transition, seqno: Seqno) -> Result<(), GroupError> {
         let data = Entry::MemberState { member: self.me.id, transition, seqno }.encode();
-        self.command(Command::Propose { token: 0, data })
+        self.command(Command::Send(data))
     }
 
     /// Asks the group for a state transfer to this member (the server's
@@ -263,7 +265,14 @@ impl Group {
     /// where it receives IST).
     pub fn state_request(&self, donors: &str, ist: IstRequest, request: &[u8]) -> Result<(), GroupError> {
         let entry = Entry::StateRequest { joiner: self.me.id, donors: donors.into(), ist, request: bytes::Bytes::copy_from_slice(request) };
-        self.command(Command::Propose { token: 0, data: entry.encode() })
+        self.command(Command::Send(entry.encode()))
+    }
+
+    /// The client waiting for `token` gives up (KILL): its writeset is
+    /// withdrawn if it can still be (not wholly sent), and the client then
+    /// hears `ProposalFailed`; otherwise it is ordered as usual.
+    pub fn cancel(&self, token: u64) {
+        let _ = self.command(Command::Cancel(token));
     }
 
     /// The last seqno ordered before now, confirmed with a quorum (Raft

@@ -10,24 +10,40 @@
 //! fence entry, once ordered, guarantees the first copy can never be
 //! ordered later, so the resend cannot be ordered twice.
 //!
-//! Each send carries its own wire token (in the payload's header); the
+//! Each send carries its own wire token (in the entry's header); the
 //! node's token (what its waiting client knows) stays the same across
-//! resends. Time is an argument, so the simulator can drive this.
+//! resends. A payload larger than a piece goes out in pieces (see
+//! `pieces`), a window of them at a time. Time is an argument, so the
+//! simulator can drive this.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// Where the token sits in an `Ordered` entry (after version, kind and
-/// origin uuid; see `entry::ordered_header`).
-const TOKEN_AT: std::ops::Range<usize> = 18..26;
+use bytes::Bytes;
+
+use super::pieces;
+use crate::gtid::Uuid;
 
 #[derive(Debug)]
 struct Proposal {
     client: u64,
-    data: Vec<u8>,
-    first: Instant,
-    /// Handed to Raft (it may still be lost with a leader).
-    sent: bool,
+    /// The payload; entries are cut from it at each send, so a resend
+    /// copies nothing twice and a big writeset is never one buffer per
+    /// piece in flight.
+    body: Bytes,
+    /// When it last made progress (proposed, a piece committed): one that
+    /// makes none for the give-up time fails.
+    progress: Instant,
+    /// Pieces handed to Raft (any may still be lost with a leader), and
+    /// committed, in order.
+    handed: usize,
+    committed: usize,
+}
+
+impl Proposal {
+    fn pieces(&self) -> usize {
+        pieces::count(self.body.len())
+    }
 }
 
 #[derive(Debug, Default)]
@@ -38,30 +54,43 @@ pub struct Proposals {
     next_wire: u64,
 }
 
-/// What to do with a proposal Raft did not take in time.
+/// A client whose writeset failed, and the wire token to fence when
+/// some of its pieces may be in the log (so every member drops them).
 #[derive(Debug, PartialEq, Eq)]
-pub enum Retry {
-    /// Propose this (wire token inside) again.
-    Send { wire: u64, data: Vec<u8> },
-    /// Give up: the client's `token` fails.
-    Fail { client: u64 },
+pub struct Failed {
+    pub client: u64,
+    pub fence: Option<u64>,
 }
 
 impl Proposals {
-    /// Registers a payload built with the client's token in its header;
-    /// returns its wire token and the bytes to propose.
-    pub fn add(&mut self, client: u64, mut data: Vec<u8>, now: Instant) -> (u64, Vec<u8>) {
-        assert!(data.len() >= TOKEN_AT.end, "an ordered entry has a header");
+    /// Registers the client's payload; `pump` sends it.
+    pub fn add(&mut self, client: u64, body: Bytes, now: Instant) -> u64 {
         self.next_wire += 1;
         let wire = self.next_wire;
-        data[TOKEN_AT].copy_from_slice(&wire.to_le_bytes());
-        self.waiting.insert(wire, Proposal { client, data: data.clone(), first: now, sent: false });
-        (wire, data)
+        self.waiting.insert(wire, Proposal { client, body, progress: now, handed: 0, committed: 0 });
+        wire
     }
 
-    pub fn sent(&mut self, wire: u64) {
+    /// Hands Raft the next entries of every waiting payload, in token
+    /// order, at most `WINDOW_PIECES` uncommitted pieces per payload;
+    /// `propose` says whether Raft took one. Stops at the first refusal
+    /// (no leader): the next pump retries from there.
+    pub fn pump(&mut self, origin: Uuid, mut propose: impl FnMut(Vec<u8>) -> bool) {
+        for (wire, p) in self.waiting.iter_mut() {
+            while p.handed < p.pieces() && p.handed - p.committed < pieces::WINDOW_PIECES {
+                if !propose(pieces::entry(origin, *wire, &p.body, p.handed)) {
+                    return;
+                }
+                p.handed += 1;
+            }
+        }
+    }
+
+    /// A piece of ours was committed: `bytes` of the payload are in.
+    pub fn progressed(&mut self, wire: u64, bytes: u64, now: Instant) {
         if let Some(p) = self.waiting.get_mut(&wire) {
-            p.sent = true;
+            p.committed = (bytes as usize).div_ceil(pieces::PIECE_BYTES).min(p.handed);
+            p.progress = now;
         }
     }
 
@@ -70,10 +99,10 @@ impl Proposals {
         self.waiting.remove(&wire).map(|p| p.client)
     }
 
-    /// The highest wire token handed to Raft and not yet ordered: what a
-    /// fence must cover.
+    /// The highest wire token with entries handed to Raft and not yet
+    /// ordered: what a fence must cover.
     pub fn highest_sent(&self) -> Option<u64> {
-        self.waiting.iter().rev().find(|(_, p)| p.sent).map(|(w, _)| *w)
+        self.waiting.iter().rev().find(|(_, p)| p.handed > 0).map(|(w, _)| *w)
     }
 
     #[cfg(test)]
@@ -92,62 +121,95 @@ impl Proposals {
 
     /// This member goes on as a component of its own (`pc.ignore_sb`,
     /// `pc.ignore_quorum`): the old group's log is left behind, so every
-    /// waiting writeset is proposed again there, its clock restarted (its
-    /// client waited through a configuration change, as with Galera).
+    /// waiting writeset is proposed again there, from its first piece, its
+    /// clock restarted (its client waited through a configuration change,
+    /// as with Galera).
     pub fn unsend_all(&mut self, now: Instant) {
         for p in self.waiting.values_mut() {
-            p.sent = false;
-            p.first = now;
+            (p.handed, p.committed, p.progress) = (0, 0, now);
         }
     }
 
-    /// Proposals Raft dropped (no leader), to try again now.
-    pub fn unsent(&mut self, now: Instant, give_up: Duration) -> Vec<Retry> {
-        let wires: Vec<u64> = self.waiting.iter().filter(|(_, p)| !p.sent).map(|(w, _)| *w).collect();
-        wires.into_iter().map(|w| self.retry(w, now, give_up, false)).collect()
+    /// Payloads not yet wholly handed to Raft that made no progress for
+    /// `give_up` (no leader would take them): they fail.
+    pub fn stalled(&mut self, now: Instant, give_up: Duration) -> Vec<Failed> {
+        let wires: Vec<u64> = self
+            .waiting
+            .iter()
+            .filter(|(_, p)| p.handed < p.pieces() && now.saturating_duration_since(p.progress) >= give_up)
+            .map(|(w, _)| *w)
+            .collect();
+        wires.into_iter().map(|w| self.fail(w)).collect()
     }
 
-    /// A fence of ours up to `upto` was ordered: everything sent up to
-    /// there and not ordered is dead, and is resent under a new wire token
-    /// (or failed, once older than `give_up`).
-    pub fn fenced(&mut self, upto: u64, now: Instant, give_up: Duration) -> Vec<Retry> {
-        let wires: Vec<u64> = self.waiting.range(..=upto).filter(|(_, p)| p.sent).map(|(w, _)| *w).collect();
-        wires.into_iter().map(|w| self.retry(w, now, give_up, true)).collect()
+    /// The client gave up (KILL). Possible only while its payload is not
+    /// wholly handed to Raft: its last entry cannot be ordered then, so
+    /// the client's error cannot contradict what the group commits.
+    pub fn cancel(&mut self, client: u64) -> Option<Failed> {
+        let (wire, _) = self.waiting.iter().find(|(_, p)| p.client == client && p.handed < p.pieces())?;
+        Some(self.fail(*wire))
     }
 
-    fn retry(&mut self, wire: u64, now: Instant, give_up: Duration, renumber: bool) -> Retry {
-        let p = self.waiting.remove(&wire).expect("listed above");
-        if now.saturating_duration_since(p.first) >= give_up {
-            return Retry::Fail { client: p.client };
+    fn fail(&mut self, wire: u64) -> Failed {
+        let p = self.waiting.remove(&wire).expect("listed");
+        Failed { client: p.client, fence: (p.handed > 0).then_some(wire) }
+    }
+
+    /// A fence of ours up to `upto` was ordered: everything handed to Raft
+    /// up to there and not ordered is dead. It is sent again whole under a
+    /// new wire token by the next `pump`, or fails once it has made no
+    /// progress for `give_up` (then nothing of it can be ordered any more).
+    pub fn fenced(&mut self, upto: u64, now: Instant, give_up: Duration) -> Vec<u64> {
+        let wires: Vec<u64> = self.waiting.range(..=upto).filter(|(_, p)| p.handed > 0).map(|(w, _)| *w).collect();
+        let mut failed = Vec::new();
+        for wire in wires {
+            let mut p = self.waiting.remove(&wire).expect("listed above");
+            if now.saturating_duration_since(p.progress) >= give_up {
+                failed.push(p.client);
+                continue;
+            }
+            (p.handed, p.committed) = (0, 0);
+            self.next_wire += 1;
+            self.waiting.insert(self.next_wire, p);
         }
-        if !renumber {
-            let data = p.data.clone();
-            self.waiting.insert(wire, p);
-            return Retry::Send { wire, data };
-        }
-        let (wire, data) = self.add(p.client, p.data, now);
-        self.waiting.get_mut(&wire).expect("just added").first = p.first;
-        Retry::Send { wire, data }
+        failed
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::group::entry::Entry;
 
-    fn payload(client: u64) -> Vec<u8> {
-        let mut d = vec![0u8; 18];
-        d.extend_from_slice(&client.to_le_bytes());
-        d.extend_from_slice(b"ws");
-        d
+    const GIVE_UP: Duration = Duration::from_secs(15);
+
+    /// Pumps everything Raft takes; the entries, decoded.
+    fn pump_all(p: &mut Proposals) -> Vec<Entry> {
+        let mut out = Vec::new();
+        p.pump(Uuid::NIL, |e| {
+            out.push(Entry::decode(&Bytes::from(e)).unwrap());
+            true
+        });
+        out
+    }
+
+    fn token_of(e: &Entry) -> u64 {
+        match e {
+            Entry::Ordered { token, .. } | Entry::Piece { token, .. } => *token,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn small(n: u8) -> Bytes {
+        Bytes::from(vec![n; 10])
     }
 
     #[test]
     fn abandoned_proposals_fail_their_clients_and_are_nobodys_when_ordered_later() {
         let (mut p, t0) = (Proposals::default(), Instant::now());
-        let (w1, _) = p.add(7, payload(7), t0);
-        p.sent(w1);
-        p.add(8, payload(8), t0);
+        let w1 = p.add(7, small(7), t0);
+        pump_all(&mut p);
+        p.add(8, small(8), t0);
         let mut clients = p.abandon();
         clients.sort();
         assert_eq!(clients, vec![7, 8]);
@@ -155,19 +217,13 @@ mod tests {
         assert!(p.is_empty());
     }
 
-    fn wire_of(data: &[u8]) -> u64 {
-        u64::from_le_bytes(data[TOKEN_AT].try_into().unwrap())
-    }
-
-    const GIVE_UP: Duration = Duration::from_secs(15);
-
     #[test]
     fn an_ordered_proposal_reports_its_client_token_once() {
         let (mut p, t0) = (Proposals::default(), Instant::now());
-        let (wire, data) = p.add(77, payload(77), t0);
-        assert_eq!(wire_of(&data), wire);
-        assert_eq!(&data[26..], b"ws");
-        p.sent(wire);
+        let wire = p.add(77, small(1), t0);
+        let sent = pump_all(&mut p);
+        assert_eq!(sent, vec![Entry::Ordered { origin: Uuid::NIL, token: wire, payload: small(1) }]);
+        assert!(pump_all(&mut p).is_empty(), "sent once");
         assert_eq!(p.ordered(wire), Some(77));
         assert_eq!(p.ordered(wire), None);
         assert!(p.is_empty());
@@ -176,56 +232,97 @@ mod tests {
     #[test]
     fn a_dropped_proposal_is_retried_under_the_same_wire_token() {
         let (mut p, t0) = (Proposals::default(), Instant::now());
-        let (wire, data) = p.add(5, payload(5), t0);
+        let wire = p.add(5, small(5), t0);
+        p.pump(Uuid::NIL, |_| false);
         assert_eq!(p.highest_sent(), None, "never handed to raft: nothing to fence");
-        assert_eq!(p.unsent(t0, GIVE_UP), vec![Retry::Send { wire, data }]);
-        p.sent(wire);
-        assert_eq!(p.unsent(t0, GIVE_UP), vec![]);
+        let sent = pump_all(&mut p);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(token_of(&sent[0]), wire);
         assert_eq!(p.highest_sent(), Some(wire));
     }
 
     #[test]
-    fn a_fence_resends_what_it_covers_under_new_wire_tokens() {
+    fn a_big_payload_goes_out_a_window_at_a_time() {
         let (mut p, t0) = (Proposals::default(), Instant::now());
-        let (w1, _) = p.add(1, payload(1), t0);
-        let (w2, _) = p.add(2, payload(2), t0);
-        p.sent(w1);
-        p.sent(w2);
-        let (w3, _) = p.add(3, payload(3), t0);
-        p.sent(w3);
-        let resent = p.fenced(w2, t0, GIVE_UP);
-        let wires: Vec<u64> = resent
-            .iter()
-            .map(|r| match r {
-                Retry::Send { wire, data } => {
-                    assert_eq!(wire_of(data), *wire);
-                    *wire
+        let n = pieces::WINDOW_PIECES + 3;
+        let body = Bytes::from(vec![9u8; (n - 1) * pieces::PIECE_BYTES + 1]);
+        let wire = p.add(1, body.clone(), t0);
+        let small_wire = p.add(2, small(2), t0);
+        let first = pump_all(&mut p);
+        assert_eq!(first.len(), pieces::WINDOW_PIECES + 1, "a window of pieces, and the small one beside it");
+        assert_eq!(token_of(first.last().unwrap()), small_wire);
+        p.progressed(wire, 2 * pieces::PIECE_BYTES as u64, t0);
+        let more = pump_all(&mut p);
+        assert_eq!(more.len(), 2);
+        p.progressed(wire, (pieces::WINDOW_PIECES + 2) as u64 * pieces::PIECE_BYTES as u64, t0);
+        let last = pump_all(&mut p);
+        assert_eq!(last.len(), 1);
+        let mut a = pieces::Assemblies::default();
+        let mut done = None;
+        for e in first.into_iter().chain(more).chain(last) {
+            if let Entry::Piece { origin, token, total, offset, data } = e {
+                if let pieces::Assembled::Complete(b) = a.add(origin, token, total, offset, &data) {
+                    done = Some(b);
                 }
-                other => panic!("{other:?}"),
-            })
-            .collect();
-        assert_eq!(wires.len(), 2);
-        assert!(wires.iter().all(|w| *w > w3), "fresh tokens, above any fenced one");
+            }
+        }
+        assert_eq!(done, Some(body));
+    }
+
+    #[test]
+    fn a_fence_resends_what_it_covers_whole_under_new_wire_tokens() {
+        let (mut p, t0) = (Proposals::default(), Instant::now());
+        let big = Bytes::from(vec![1u8; 2 * pieces::PIECE_BYTES]);
+        let w1 = p.add(1, big, t0);
+        let w2 = p.add(2, small(2), t0);
+        pump_all(&mut p);
+        p.progressed(w1, pieces::PIECE_BYTES as u64, t0);
+        let w3 = p.add(3, small(3), t0);
+        pump_all(&mut p);
+        assert_eq!(p.fenced(w2, t0, GIVE_UP), Vec::<u64>::new());
+        let resent = pump_all(&mut p);
+        let tokens: Vec<u64> = resent.iter().map(token_of).collect();
+        assert_eq!(tokens.len(), 3, "both pieces of the big one and the small one: {tokens:?}");
+        assert!(tokens.iter().all(|w| *w > w3), "fresh tokens, above any fenced one");
+        assert!(matches!(&resent[0], Entry::Piece { offset: 0, .. }), "from its first piece");
         // A late delivery of a fenced copy is not ours any more.
         assert_eq!(p.ordered(w1), None);
-        assert_eq!(p.ordered(wires[0]), Some(1));
-        assert_eq!(p.ordered(wires[1]), Some(2));
+        assert_eq!(p.ordered(tokens[0]), Some(1));
+        assert_eq!(p.ordered(tokens[2]), Some(2));
         assert_eq!(p.ordered(w3), Some(3));
     }
 
     #[test]
-    fn proposals_older_than_the_limit_fail() {
+    fn proposals_without_progress_fail_and_partial_ones_are_fenced() {
         let (mut p, t0) = (Proposals::default(), Instant::now());
-        let (w, _) = p.add(9, payload(9), t0);
-        assert_eq!(p.unsent(t0 + GIVE_UP, GIVE_UP), vec![Retry::Fail { client: 9 }]);
-        let (w2, _) = p.add(10, payload(10), t0);
-        p.sent(w2);
-        let resent = p.fenced(w2, t0 + Duration::from_secs(1), GIVE_UP);
-        let Retry::Send { wire, .. } = resent[0] else { panic!() };
-        p.sent(wire);
-        // The resend keeps its first time: it still fails on time.
-        assert_eq!(p.fenced(wire, t0 + GIVE_UP, GIVE_UP), vec![Retry::Fail { client: 10 }]);
+        p.add(9, small(9), t0);
+        assert_eq!(p.stalled(t0 + GIVE_UP, GIVE_UP), vec![Failed { client: 9, fence: None }]);
+        let big = Bytes::from(vec![1u8; (pieces::WINDOW_PIECES + 1) * pieces::PIECE_BYTES]);
+        let w = p.add(10, big, t0);
+        pump_all(&mut p);
+        p.progressed(w, pieces::PIECE_BYTES as u64, t0 + GIVE_UP);
+        assert!(p.stalled(t0 + GIVE_UP, GIVE_UP).is_empty(), "a committed piece is progress");
+        p.pump(Uuid::NIL, |_| false);
+        assert_eq!(p.stalled(t0 + 2 * GIVE_UP, GIVE_UP), vec![Failed { client: 10, fence: Some(w) }]);
+        let w2 = p.add(11, small(1), t0);
+        pump_all(&mut p);
+        assert_eq!(p.fenced(w2, t0 + GIVE_UP, GIVE_UP), vec![11], "fenced once too old: it fails");
         assert!(p.is_empty());
+    }
+
+    #[test]
+    fn a_client_may_cancel_only_what_cannot_be_ordered_any_more() {
+        let (mut p, t0) = (Proposals::default(), Instant::now());
+        let w = p.add(1, small(1), t0);
+        assert_eq!(p.cancel(1), Some(Failed { client: 1, fence: None }), "never sent");
+        let w2 = p.add(2, small(2), t0);
+        pump_all(&mut p);
+        assert_eq!(p.cancel(2), None, "wholly handed to raft: it may still be ordered");
+        let big = Bytes::from(vec![1u8; (pieces::WINDOW_PIECES + 1) * pieces::PIECE_BYTES]);
+        let w3 = p.add(3, big, t0);
+        pump_all(&mut p);
+        assert_eq!(p.cancel(3), Some(Failed { client: 3, fence: Some(w3) }), "its last piece is not sent");
+        assert_eq!(p.ordered(w2), Some(2));
         let _ = w;
     }
 }

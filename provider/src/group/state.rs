@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::entry::{Entry, IstRequest, MemberInfo, Membership, Transition};
+use super::pieces::{Assembled, Assemblies};
 use super::weights;
 use crate::gtid::{Seqno, Uuid};
 
@@ -76,6 +77,10 @@ pub enum GroupEvent {
     StateTransfer { joiner: Uuid, donor: Result<Uuid, DonorError>, request: Bytes, ist: IstRequest, seqno: Seqno },
     /// The origin's unordered proposals up to `token` are dead.
     Fenced { origin: Uuid, token: u64 },
+    /// A piece of the origin's writeset `token` was committed: `bytes` of
+    /// it are assembled (the group layer's business: its proposer sends
+    /// more; the node never sees it).
+    Assembling { origin: Uuid, token: u64, bytes: u64 },
     /// A local proposal will never be ordered (no leader would take it).
     ProposalFailed { token: u64 },
     /// The Raft state was replaced by a snapshot: `node` carries the node
@@ -99,11 +104,28 @@ pub struct GroupState {
     members: Vec<Member>,
     /// Highest fenced token per origin.
     fenced: BTreeMap<Uuid, u64>,
+    /// Writesets whose pieces are being committed (never in a snapshot:
+    /// see `may_snapshot`).
+    assembling: Assemblies,
 }
 
 impl GroupState {
     pub fn new(me: Uuid) -> GroupState {
-        GroupState { me, history: Uuid::NIL, seqno: -1, conf_id: 0, members: Vec::new(), fenced: BTreeMap::new() }
+        GroupState { me, history: Uuid::NIL, seqno: -1, conf_id: 0, members: Vec::new(), fenced: BTreeMap::new(), assembling: Assemblies::default() }
+    }
+
+    /// Whether a snapshot may be taken now: not while a writeset is half
+    /// assembled, so that a member restoring a snapshot never holds the
+    /// last pieces of a writeset without its first (it could neither
+    /// certify nor apply it). The wait is bounded by the writeset's own
+    /// pieces, or its origin's fence or departure.
+    pub fn may_snapshot(&self) -> bool {
+        self.assembling.is_empty()
+    }
+
+    /// Bytes of writesets being assembled.
+    pub fn assembling_bytes(&self) -> usize {
+        self.assembling.bytes()
     }
 
     pub fn history(&self) -> Uuid {
@@ -153,8 +175,10 @@ impl GroupState {
             Entry::Fence { origin, token } => {
                 let t = self.fenced.entry(origin).or_default();
                 *t = (*t).max(token);
+                self.assembling.fence(origin, token);
                 out.push(GroupEvent::Fenced { origin, token });
             }
+            Entry::Piece { origin, token, total, offset, data } => self.piece(origin, token, (total, offset), &data, out),
             Entry::Weight { member, weight } => {
                 if let Some(m) = self.member_mut(member) {
                     m.weight = weight;
@@ -174,6 +198,19 @@ impl GroupState {
         }
         self.seqno += 1;
         out.push(GroupEvent::Ordered { seqno: self.seqno, origin, token, payload });
+    }
+
+    fn piece(&mut self, origin: Uuid, token: u64, (total, offset): (u64, u64), data: &[u8], out: &mut Vec<GroupEvent>) {
+        // As `order`: a piece of a writeset that could not be ordered is
+        // not kept either.
+        if !self.is_primary() || self.member(origin).is_none() || self.fenced.get(&origin).is_some_and(|&f| token <= f) {
+            return;
+        }
+        match self.assembling.add(origin, token, total, offset, data) {
+            Assembled::Progress(bytes) => out.push(GroupEvent::Assembling { origin, token, bytes }),
+            Assembled::Complete(payload) => self.order(origin, token, payload, out),
+            Assembled::Dropped => {}
+        }
     }
 
     /// Applies the context of a committed conf-change entry.
@@ -207,6 +244,8 @@ impl GroupState {
     /// configuration ids go on.
     pub fn reform(&mut self) {
         self.members.clear();
+        // Their remaining pieces stay in the old group's log.
+        self.assembling.clear();
     }
 
     fn add(&mut self, member: MemberInfo, out: &mut Vec<GroupEvent>) {
@@ -222,6 +261,7 @@ impl GroupState {
     fn remove(&mut self, id: Uuid, out: &mut Vec<GroupEvent>) {
         let Some(i) = self.members.iter().position(|m| m.info.id == id) else { return };
         let gone = self.members.remove(i);
+        self.assembling.forget(id);
         if id == self.me {
             // This node is out: from its own point of view it is alone and
             // not primary (Galera's view of a leaving node).

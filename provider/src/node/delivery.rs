@@ -86,8 +86,9 @@ impl Shared {
             }
             GroupEvent::StateTransfer { joiner, donor, request, seqno, ist } => self.on_state_transfer(joiner, donor, request, seqno, ist),
             // Our own fences are the group layer's business (it resends
-            // what they cover); others' say nothing to this node.
-            GroupEvent::Fenced { .. } => {}
+            // what they cover); others' say nothing to this node. Pieces
+            // of big writesets likewise (the driver drops them).
+            GroupEvent::Fenced { .. } | GroupEvent::Assembling { .. } => {}
             GroupEvent::Restored { node, view } => self.on_restored(&node, view),
             GroupEvent::Rejoining => self.on_rejoining(),
             GroupEvent::Bootstrapping => self.status().bootstrapping = true,

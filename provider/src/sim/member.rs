@@ -21,6 +21,7 @@ use crate::cert::{Certification, Verdict};
 use crate::group::entry::{Entry, MemberInfo, Membership, Transition};
 use crate::group::flow_control::FlowControl;
 use crate::group::liveness::{Liveness, Timeouts};
+use crate::group::pieces;
 use crate::group::quorum::{Change, Quorum};
 use crate::group::weights::{self, CommitNotice, Gate, Standing};
 use crate::group::{self, GroupEvent, GroupLog, GroupState, MemberState, Signal};
@@ -179,14 +180,30 @@ impl Member {
         self.state.members().iter().map(|m| m.info.id.raft_id()).filter(|id| *id != self.id()).collect()
     }
 
-    /// Proposes a client's writeset; false when it cannot be (no leader
-    /// known, flow control).
-    pub fn propose(&mut self, token: u64, ws: &WriteSet, now: Instant) -> bool {
+    /// Proposes a client's writeset, in pieces of `piece` bytes (see
+    /// `group::pieces`); false when it cannot be (no leader known, flow
+    /// control). A writeset whose pieces Raft took only in part is fenced,
+    /// as the driver does, so that no member keeps them.
+    pub fn propose(&mut self, token: u64, ws: &WriteSet, piece: usize, now: Instant) -> bool {
         if !self.is_primary() || self.fc.paused(now) {
             return false;
         }
-        let entry = Entry::Ordered { origin: self.info.id, token, payload: Bytes::from(ws.encode()) };
-        self.raw.propose(vec![], entry.encode()).is_ok()
+        let body = Bytes::from(ws.encode());
+        for i in 0..pieces::count_of(body.len(), piece) {
+            if self.raw.propose(vec![], pieces::entry_of(self.info.id, token, &body, i, piece)).is_err() {
+                if i > 0 {
+                    self.fence(token);
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The client of `token` gave up: the driver fences what it could not
+    /// get ordered (its pieces may linger half assembled otherwise).
+    pub fn fence(&mut self, token: u64) {
+        let _ = self.raw.propose(vec![], Entry::Fence { origin: self.info.id, token }.encode());
     }
 
     pub fn tick(&mut self, now: Instant, now_ms: u64) {
@@ -247,10 +264,7 @@ impl Member {
         if let Some((id, _)) = self.liveness.overdue(&others, now) {
             if let Some(m) = self.state.members().iter().find(|m| m.info.id.raft_id() == id) {
                 let member = m.info.id;
-                // Not when the rest would weigh no majority (the driver's
-                // evict_silent).
-                let rest = self.state.weight_of(|m| m.info.id != member);
-                if weights::standing(rest, self.state.weight_of(|_| true)) == Standing::Majority || !self.state.weighted() {
+                if weights::may_remove(&self.state, member) {
                     self.propose_membership(Membership::Remove { member }, ConfChangeType::RemoveNode);
                 }
             }
@@ -508,7 +522,7 @@ impl Member {
         let applied = self.raw.raft.raft_log.applied;
         let store = self.raw.store();
         let due = applied >= store.snapshot_index() + SNAPSHOT_EVERY;
-        if !(store.snapshot_wanted() || due) || !self.state.is_primary() || applied == 0 {
+        if !(store.snapshot_wanted() || due) || !self.state.is_primary() || applied == 0 || !self.state.may_snapshot() {
             return;
         }
         let mut snap = Snapshot::default();
@@ -582,9 +596,8 @@ impl Member {
     }
 
     fn verdict(&self, now: Instant) -> bool {
-        let me = self.info.id;
-        let heard = |m: &group::state::Member| m.info.id == me || self.liveness.heard_within(m.info.id.raft_id(), now, weights::VERDICT_WINDOW);
-        weights::side_standing(&self.state, heard) == Standing::Majority
+        let heard = |id| self.liveness.heard_within(id, now, weights::VERDICT_WINDOW);
+        weights::leader_standing(&self.state, self.info.id, heard) == Standing::Majority
     }
 
     fn weight_allows_leader(&self, now: Instant) -> bool {

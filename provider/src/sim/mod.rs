@@ -131,7 +131,7 @@ fn debug_state(index: usize, m: &Member, leader: Option<&Member>) {
         index + 1, r.term, r.state, r.leader_id, r.raft_log.committed, r.raft_log.last_index(), m.joining, m.is_primary()
     );
     if let Some(l) = leader {
-        eprintln!("  the leader's progress for it: {:?}", l.raw.raft.prs().get(r.id));
+        eprintln!("  the leader's progress for it: {:?}; the leader assembles {} bytes, snapshot at {} wanted {}, first index {}", l.raw.raft.prs().get(r.id), l.state.assembling_bytes(), l.raw.store().snapshot_index(), l.raw.store().snapshot_wanted(), l.raw.raft.raft_log.first_index());
     }
 }
 
@@ -271,14 +271,25 @@ impl Sim {
     fn load(&mut self) -> Result<(), String> {
         for i in 0..self.members.len() {
             let now = self.now;
-            self.waiting[i].retain(|_, sent| now - *sent < CLIENT_TIMEOUT_MS);
+            let mut gone: Vec<u64> = self.waiting[i].iter().filter(|(_, sent)| now - **sent >= CLIENT_TIMEOUT_MS).map(|(t, _)| *t).collect();
+            gone.sort_unstable(); // deterministic
+            for token in gone {
+                self.waiting[i].remove(&token);
+                if self.acting(i) {
+                    self.members[i].fence(token);
+                }
+            }
             if !self.acting(i) || self.waiting[i].len() >= CLIENTS || !self.rng.chance(60) {
                 continue;
             }
             let token = self.next_token;
             self.next_token += 1;
             let ws = self.writeset(i, token);
-            if self.members[i].propose(token, &ws, at(self.base, self.now)) {
+            // A fifth of the writesets go in pieces of a few bytes, so that
+            // pieces of several writesets interleave in the log, cross
+            // leader changes, partitions and snapshots.
+            let piece = if self.rng.chance(20) { 32 } else { usize::MAX };
+            if self.members[i].propose(token, &ws, piece, at(self.base, self.now)) {
                 self.waiting[i].insert(token, self.now);
             }
             self.flush(i)?;
@@ -377,7 +388,7 @@ impl Sim {
     fn decides_quorum(&self, i: usize) -> bool {
         let total: u64 = self.members.iter().map(|m| u64::from(m.weight())).sum();
         let rest = total - u64::from(self.members[i].weight());
-        2 * rest <= total
+        crate::group::weights::standing(rest, total) != crate::group::weights::Standing::Majority
     }
 
     /// No two primary components once a partition has settled.

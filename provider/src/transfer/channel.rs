@@ -22,9 +22,9 @@ pub const STALL: Duration = Duration::from_secs(60);
 const CONNECT_WAIT: Duration = Duration::from_secs(10);
 /// How often the accepting thread looks whether it is still wanted.
 const TICK: Duration = Duration::from_millis(200);
-/// A writeset travels whole in one chunk; the group's links bound what can
-/// be ordered at all, so a bigger chunk is no writeset of ours.
-const MAX_CHUNK: usize = crate::transport::Limits::DEFAULT_MAX_FRAME + 64;
+/// A writeset travels whole in one chunk, as the gcache holds it (at most
+/// u32::MAX bytes); the reader's buffer grows only as its bytes arrive.
+const MAX_CHUNK: usize = u32::MAX as usize;
 
 /// The joiner's listener, serving one transfer. Dropping it stops the
 /// transfer (if any) and frees the port.

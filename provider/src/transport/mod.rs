@@ -59,8 +59,9 @@ pub type Allow = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// Largest payload sent or accepted; a bigger frame from a peer closes
-    /// its connection. Raft messages are cut at 1 MiB of entries, but one
-    /// big entry (a large writeset) travels whole: 64 MiB leaves room.
+    /// its connection. Raft messages are cut at 1 MiB of entries and a big
+    /// writeset travels in pieces of 1 MiB (`group::pieces`); 64 MiB
+    /// leaves room for a snapshot's certification index.
     pub max_frame: usize,
     /// Per-peer send queue, in frames and in bytes (headers included).
     /// Raft keeps at most 256 appends in flight per follower; 4096 frames

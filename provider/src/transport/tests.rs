@@ -354,17 +354,17 @@ fn another_cluster_is_refused_and_both_stay_healthy() {
 #[test]
 fn another_protocol_version_is_refused_cleanly_both_ways() {
     let a = node();
-    // A future peer's Hello: version byte 3.
+    // A future peer's Hello.
     let mut s = TcpStream::connect(a.t.local_addr()).expect("connect");
     s.set_read_timeout(Some(SOON)).expect("timeout");
     let hello = Hello { cluster: "test".into(), uuid: Uuid::random(), id: 9, listen: String::new(), nonce: 1 };
     let mut wire = Vec::new();
     frame::write_frame(&mut wire, HELLO, &hello.encode()).expect("encode");
-    wire[0] = 3;
+    wire[0] = frame::VERSION + 1;
     s.write_all(&wire).expect("write");
     let (kind, payload) = frame::read_frame(&mut s, 1 << 16).expect("an answer");
     assert_eq!(kind, REFUSE);
-    assert!(String::from_utf8_lossy(&payload).contains(&format!("speaks protocol 3, this node {}", frame::VERSION)));
+    assert!(String::from_utf8_lossy(&payload).contains(&format!("speaks protocol {}, this node {}", frame::VERSION + 1, frame::VERSION)));
     assert!(closed_by_peer(&mut s));
     assert_eq!(a.t.stats().refused_in, 1);
 
@@ -376,12 +376,12 @@ fn another_protocol_version_is_refused_cleanly_both_ways() {
         let _ = handshake::read_hello(&mut c);
         let mut reply = Vec::new();
         frame::write_frame(&mut reply, REFUSE, &handshake::encode_refuse("v3")).expect("encode");
-        reply[0] = 3;
+        reply[0] = frame::VERSION + 1;
         let _ = c.write_all(&reply);
     });
     a.t.connect_addr(&future.to_string());
     match a.wait("ContactFailed", |e| matches!(e, Inbound::ContactFailed { .. })) {
-        Inbound::ContactFailed { reason, .. } => assert!(reason.contains(&format!("speaks protocol 3, this node {}", frame::VERSION)), "{}", reason),
+        Inbound::ContactFailed { reason, .. } => assert!(reason.contains(&format!("speaks protocol {}, this node {}", frame::VERSION + 1, frame::VERSION)), "{}", reason),
         _ => unreachable!(),
     }
     server.join().expect("server");

@@ -33,6 +33,7 @@ fn state_of(b: u8) -> Result<MemberState, EntryError> {
 
 impl GroupState {
     pub fn encode(&self) -> Vec<u8> {
+        assert!(self.may_snapshot(), "a snapshot with writesets half assembled");
         let mut out = vec![VERSION];
         out.extend_from_slice(&self.history.0);
         out.extend_from_slice(&self.seqno.to_le_bytes());
