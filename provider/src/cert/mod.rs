@@ -116,6 +116,13 @@ pub struct Certification {
     /// Last seqno certified (passed or failed): seqnos must arrive in order.
     position: Seqno,
     last_pa_unsafe: Seqno,
+    /// The last fragment certified of each open streaming transaction (by
+    /// origin and trx id): its next fragment depends on it. Fragments of
+    /// one transaction share one applier context on the server, so they
+    /// must never apply together, though their rows differ (Galera ties
+    /// each fragment to the previous one alike). Bounded by the open
+    /// streaming transactions; entries below the index floor are purged.
+    streaming: BTreeMap<(Uuid, u64), Seqno>,
     optimistic_pa: bool,
     max_length: usize,
     stats: Stats,
@@ -131,6 +138,7 @@ impl Certification {
             floor: position,
             position,
             last_pa_unsafe: SEQNO_UNDEFINED,
+            streaming: BTreeMap::new(),
             optimistic_pa: true,
             max_length: DEFAULT_MAX_LENGTH,
             stats: Stats::default(),
@@ -191,21 +199,20 @@ impl Certification {
             // A streaming rollback fragment only tells appliers to discard:
             // it bypasses the test and must wait for everything before it.
             self.last_pa_unsafe = seqno;
+            self.streaming.remove(&(ws.source, ws.trx_id));
             return Verdict::Pass { depends_on: seqno - 1 };
         }
         if let Some(reason) = self.interval_check(ws, seqno) {
-            self.stats.failed += 1;
-            return Verdict::Fail(reason);
+            return self.fail(ws, reason);
         }
         let keys = expand(&ws.keys);
         let mut depends_on = self.initial_depends_on(ws, seqno);
         if !ws.is_toi() {
             if let Some(with) = self.test_keys(ws, &keys, &mut depends_on) {
-                self.stats.failed += 1;
-                return Verdict::Fail(FailReason::Conflict { with });
+                return self.fail(ws, FailReason::Conflict { with });
             }
         }
-        depends_on = depends_on.max(self.last_pa_unsafe);
+        depends_on = depends_on.max(self.last_pa_unsafe).max(self.previous_fragment(ws, seqno));
         self.insert(ws, seqno, keys);
         if ws.has(flags::PA_UNSAFE) || ws.is_toi() {
             self.last_pa_unsafe = seqno;
@@ -213,6 +220,31 @@ impl Certification {
         self.record_pass(ws, seqno, depends_on);
         self.trim();
         Verdict::Pass { depends_on }
+    }
+
+    /// A failed fragment ends its streaming transaction (appliers discard
+    /// it).
+    fn fail(&mut self, ws: &WriteSet, reason: FailReason) -> Verdict {
+        self.stats.failed += 1;
+        self.streaming.remove(&(ws.source, ws.trx_id));
+        Verdict::Fail(reason)
+    }
+
+    /// What a writeset must wait for as part of a streaming transaction:
+    /// the transaction's previous fragment; everything before it when
+    /// that fragment is unknown here (certified before this node's state,
+    /// or purged). Records the fragment for the next one; the last one
+    /// (commit) ends the transaction.
+    fn previous_fragment(&mut self, ws: &WriteSet, seqno: Seqno) -> Seqno {
+        if ws.is_toi() {
+            return SEQNO_UNDEFINED;
+        }
+        let key = (ws.source, ws.trx_id);
+        let previous = if ws.has(flags::TRX_START) { None } else { Some(self.streaming.remove(&key).unwrap_or(seqno - 1)) };
+        if !ws.has(flags::TRX_END) {
+            self.streaming.insert(key, seqno);
+        }
+        previous.unwrap_or(SEQNO_UNDEFINED)
     }
 
     fn interval_check(&self, ws: &WriteSet, seqno: Seqno) -> Option<FailReason> {
@@ -302,6 +334,10 @@ impl Certification {
             self.unref(seqno, &trx.keys);
         }
         self.floor = self.floor.max(upto);
+        // A fragment below the floor is older than anything a later
+        // fragment could depend on by the floor alone.
+        let floor = self.floor;
+        self.streaming.retain(|_, s| *s > floor);
     }
 
     fn unref(&mut self, seqno: Seqno, keys: &[(KeyHash, KeyKind)]) {

@@ -6,12 +6,14 @@
 //! ```text
 //! version u8 (1) | position i64 | floor i64 | last_pa_unsafe i64 | count u32
 //! | (seqno i64 | source 16 | toi u8 | key count u32 | (hash u64 | kind u8)*)*
+//! | streaming count u32 | (source 16 | trx u64 | seqno i64)*
 //! ```
 
 use super::{Certification, Certified, KeyKind};
 use crate::gtid::Uuid;
 
-const VERSION: u8 = 1;
+// 2: the open streaming transactions' last fragments.
+const VERSION: u8 = 2;
 
 impl Certification {
     pub fn encode(&self) -> Vec<u8> {
@@ -29,6 +31,12 @@ impl Certification {
                 out.extend_from_slice(&hash.to_le_bytes());
                 out.push(*kind as u8);
             }
+        }
+        out.extend_from_slice(&(self.streaming.len() as u32).to_le_bytes());
+        for ((source, trx), seqno) in &self.streaming {
+            out.extend_from_slice(&source.0);
+            out.extend_from_slice(&trx.to_le_bytes());
+            out.extend_from_slice(&seqno.to_le_bytes());
         }
         out
     }
@@ -48,12 +56,19 @@ impl Certification {
             let c = decode_certified(&mut r)?;
             certified.push((seqno, c));
         }
+        let mut streaming = std::collections::BTreeMap::new();
+        for _ in 0..r.u32()? {
+            let source = Uuid(r.take(16)?.try_into().unwrap());
+            let trx = r.i64()? as u64;
+            streaming.insert((source, trx), r.i64()?);
+        }
         if r.pos != buf.len() {
             return Err("trailing bytes in certification snapshot".into());
         }
         let (pa, max) = (self.optimistic_pa, self.max_length);
         *self = Certification::new(position);
         (self.optimistic_pa, self.max_length, self.floor, self.last_pa_unsafe) = (pa, max, floor, last_pa_unsafe);
+        self.streaming = streaming;
         for (seqno, c) in certified {
             self.index_keys(seqno, c.source, c.toi, &c.keys);
             self.certified.insert(seqno, c);

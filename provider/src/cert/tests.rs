@@ -211,3 +211,57 @@ fn a_corrupt_snapshot_is_refused_and_changes_nothing() {
         assert_eq!(fresh.position(), 7);
     }
 }
+
+/// A fragment of streaming trx `trx` from A touching row `row`.
+fn fragment(fl: u32, trx: u64, last_seen: Seqno, row: &str) -> WriteSet {
+    let k = Key { kind: KeyKind::Exclusive, parts: vec![b"d".to_vec(), b"big".to_vec(), row.as_bytes().to_vec()] };
+    WriteSet::new(fl, A, trx, 1, last_seen, vec![k], Bytes::new())
+}
+
+fn depends_on(v: Verdict) -> Seqno {
+    match v {
+        Verdict::Pass { depends_on } => depends_on,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Fragments of one streaming transaction touch different rows, yet share
+/// the server's applier context: each must wait for the one before
+/// (the crash of issue 12: two fragments applied at once).
+#[test]
+fn a_fragment_waits_for_the_previous_fragment_of_its_transaction() {
+    let mut c = Certification::new(0);
+    let other = |c: &mut Certification, seqno: Seqno, row: &str| {
+        assert!(matches!(c.certify(&ws(B, seqno - 1, 0, &[(KeyKind::Exclusive, &["d", "sb", row])]), seqno), Verdict::Pass { .. }));
+    };
+    other(&mut c, 1, "1");
+    depends_on(c.certify(&fragment(flags::TRX_START, 7, 1, "1"), 2));
+    other(&mut c, 3, "2");
+    assert!(depends_on(c.certify(&fragment(0, 7, 1, "2"), 4)) >= 2, "fragment 2 beside fragment 1");
+    assert!(depends_on(c.certify(&fragment(0, 7, 1, "3"), 5)) >= 4);
+    // Another transaction of the same node is not held behind it.
+    assert!(depends_on(c.certify(&fragment(flags::TRX_START | flags::TRX_END, 8, 1, "9"), 6)) < 5);
+    // The commit fragment, PA-unsafe as wsrep-lib sends it, waits for all.
+    assert_eq!(depends_on(c.certify(&fragment(flags::TRX_END | flags::PA_UNSAFE, 7, 1, "4"), 7)), 6);
+    // A fragment of a transaction this node never saw begin waits for
+    // everything before it.
+    assert_eq!(depends_on(c.certify(&fragment(0, 9, 1, "5"), 8)), 7);
+}
+
+#[test]
+fn a_restored_index_ties_fragments_alike() {
+    let mut c = Certification::new(0);
+    depends_on(c.certify(&fragment(flags::TRX_START, 7, 0, "1"), 1));
+    c.certify(&ws(B, 0, 0, &[(KeyKind::Exclusive, &["d", "sb", "1"])]), 2);
+    let mut copy = Certification::new(-1);
+    copy.restore(&c.encode()).unwrap();
+    let next = fragment(0, 7, 0, "2");
+    assert_eq!(copy.certify(&next, 3), c.certify(&next, 3));
+    assert_eq!(depends_on(c.certify(&fragment(flags::ROLLBACK, 7, 0, "3"), 4)), 3);
+    // Rolled back: the transaction is forgotten.
+    assert_eq!(c.encode()[..], {
+        let mut fresh = Certification::new(-1);
+        fresh.restore(&c.encode()).unwrap();
+        fresh.encode()
+    }[..]);
+}

@@ -10,7 +10,7 @@ use super::types::{Handle, Meta, Opaque, RecvCtx, Status, Stid};
 use super::Shared;
 use crate::cert::Verdict;
 use crate::group::View;
-use crate::gtid::{Gtid, Seqno};
+use crate::gtid::{Gtid, Seqno, SEQNO_UNDEFINED};
 use crate::log;
 use crate::monitor::Rule;
 use crate::writeset::{flags, WriteSet};
@@ -77,6 +77,15 @@ impl Shared {
         }
         if let Item::Apply { seqno, ws, verdict } = item {
             self.local.leave(order);
+            if self.apply_failed.load(Ordering::SeqCst) != SEQNO_UNDEFINED {
+                // Inconsistent, leaving: nothing more is applied, but the
+                // seqno passes the monitors so that nothing waits for it.
+                if self.apply.enter(seqno, Rule::After(seqno - 1)).is_ok() {
+                    self.commit.finish(seqno);
+                    self.apply.leave(seqno);
+                }
+                return Flow::Continue;
+            }
             if seqno <= self.skip_upto.load(Ordering::SeqCst) {
                 return Flow::Continue; // contained in the transferred state
             }
@@ -168,9 +177,36 @@ impl Shared {
         self.commit.finish(seqno);
         self.apply.leave(seqno);
         if !ok {
-            log::error!("Failed to apply writeset {} (source {}, trx {}): the node's state may be inconsistent", seqno, ws.source, ws.trx_id as i64);
+            log::error!("Failed to apply writeset {} (source {}, trx {})", seqno, ws.source, ws.trx_id as i64);
+            self.note_apply_failure(seqno);
+        }
+        if self.apply_failed.load(Ordering::SeqCst) == seqno {
+            return self.inconsistent(seqno);
         }
         if exit { Flow::Exit } else { Flow::Continue }
+    }
+
+    /// The server could not apply `seqno` (apply_cb failed, or it reported
+    /// an error at commit order): the first such seqno makes the node
+    /// inconsistent.
+    pub(super) fn note_apply_failure(&self, seqno: Seqno) {
+        let _ = self.apply_failed.compare_exchange(SEQNO_UNDEFINED, seqno, Ordering::SeqCst, Ordering::SeqCst);
+        // It no longer holds the group back while it goes.
+        self.check_flow();
+    }
+
+    /// This node's data may differ from the cluster's. Until the group
+    /// has a consistency vote, the node that failed leaves, as Galera's
+    /// does when the others applied the writeset: its applier returns
+    /// NODE_FAIL, on which the server logs "node consistency compromised"
+    /// and shuts down cleanly (leaving the group, keeping its data for a
+    /// state transfer on restart). The other appliers apply nothing more.
+    fn inconsistent(&self, seqno: Seqno) -> Flow {
+        log::error!(
+            "Inconsistency detected: this node failed to apply seqno {} that the cluster ordered; it leaves the cluster and must rejoin by state transfer",
+            seqno
+        );
+        Flow::Failed
     }
 
     fn deliver_final(&self, ctx: RecvCtx) {

@@ -360,7 +360,8 @@ impl Shared {
     }
 
     fn flow_eligible(&self) -> bool {
-        matches!(self.status().member, Some(MemberState::Synced) | Some(MemberState::Joined))
+        let inconsistent = self.apply_failed.load(Ordering::SeqCst) != SEQNO_UNDEFINED;
+        !inconsistent && matches!(self.status().member, Some(MemberState::Synced) | Some(MemberState::Joined))
     }
 
     /// The limits change with the view and the options only: cached so

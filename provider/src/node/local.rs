@@ -79,7 +79,8 @@ impl Shared {
             if self.orphaned(&mut t, fl, trx.trx_id) {
                 return Status::TrxFail;
             }
-            let ws = t.builder.take(fl & flags::MASK, self.my_id(), trx.trx_id, conn_id, self.apply.last_left());
+            let last_seen = self.apply.last_left().max(t.last_fragment);
+            let ws = t.builder.take(fl & flags::MASK, self.my_id(), trx.trx_id, conn_id, last_seen);
             t.state = TrxState::Replicating;
             t.fragments += 1;
             ws
@@ -196,6 +197,7 @@ impl Shared {
             }
             Verdict::Pass { depends_on } => {
                 t.depends_on = depends_on;
+                t.last_fragment = seqno;
                 t.state = TrxState::Certified;
                 meta.depends_on = depends_on;
                 (Status::Ok, Some(seqno))
@@ -289,9 +291,10 @@ impl Shared {
             Opaque::Applier(seqno) if !self.apply.is_entered(seqno) => Status::TrxMissing,
             Opaque::Applier(seqno) => {
                 if !error.is_empty() {
-                    // Galera would start a consistency vote here; lockstep
-                    // does not vote yet (the error is logged, not acted on).
-                    log::info!("applying seqno {} failed on this node: {}", seqno, String::from_utf8_lossy(error));
+                    // Galera would start a consistency vote here; without
+                    // one, the node that failed leaves (see `inconsistent`).
+                    log::error!("Failed to apply writeset {}: {}", seqno, String::from_utf8_lossy(error));
+                    self.note_apply_failure(seqno);
                 }
                 self.commit.finish(seqno);
                 Status::Ok

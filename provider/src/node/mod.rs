@@ -132,6 +132,10 @@ pub struct Shared {
     /// Seqnos up to this one are in the state a transfer installed: the
     /// appliers skip them.
     skip_upto: AtomicI64,
+    /// The first seqno this node failed to apply (SEQNO_UNDEFINED: none).
+    /// Its data may differ from the cluster's from there on: it stops
+    /// applying and leaves (see `applier::inconsistent`).
+    apply_failed: AtomicI64,
     /// Joined, waiting for the backlog to drain before syncing.
     awaiting_sync: std::sync::atomic::AtomicBool,
     /// This connection has seen a view it is a member of: before that,
@@ -239,6 +243,7 @@ impl Node {
             receivers: AtomicUsize::new(0),
             last_ordered: AtomicI64::new(position.seqno),
             skip_upto: AtomicI64::new(SEQNO_UNDEFINED),
+            apply_failed: AtomicI64::new(SEQNO_UNDEFINED),
             awaiting_sync: Default::default(),
             in_view: Default::default(),
             fc_requested: Default::default(),

@@ -55,6 +55,10 @@ pub struct TrxInner {
     pub commit: Slot,
     /// Fragments of a streaming trx certified so far.
     pub fragments: u32,
+    /// Seqno of the last fragment certified: the next one has seen it
+    /// (Galera raises a fragment's last_seen alike), so rows it changed
+    /// after that fragment cannot conflict with what came before.
+    pub last_fragment: Seqno,
     /// The node's rejoin count when the first fragment was sent.
     pub rejoins: u64,
 }
@@ -106,6 +110,7 @@ impl TrxTable {
             apply: Slot::Free,
             commit: Slot::Free,
             fragments: 0,
+            last_fragment: SEQNO_UNDEFINED,
             rejoins: 0,
         };
         let trx = Arc::new(LocalTrx { id, trx_id, inner: Mutex::new(inner), aborted: Default::default() });
