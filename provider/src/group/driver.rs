@@ -171,9 +171,7 @@ pub(super) struct Driver {
     /// A piece of ours was committed or a fence resends: more to hand to
     /// Raft once the current Ready is done.
     pump_due: bool,
-    /// Fencing of lost proposals: when a proposal of ours was last
-    /// ordered, when we last fenced.
-    last_own_delivery: Instant,
+    /// When we last fenced lost proposals.
     last_fence: Instant,
     snapshots: super::snapshot_watch::SnapshotWatch,
     fc: FlowControl,
@@ -267,7 +265,6 @@ impl Driver {
             dropped: Default::default(),
             applied_bytes: 0,
             pump_due: false,
-            last_own_delivery: now,
             last_fence: now,
             snapshots: Default::default(),
             fc: FlowControl::default(),
@@ -407,7 +404,7 @@ impl Driver {
     /// Hands Raft what our writesets have ready (see `Proposals::pump`).
     fn pump(&mut self) {
         let raw = &mut self.raw;
-        self.proposals.pump(self.me.id, |data| raw.propose(vec![], data).is_ok());
+        self.proposals.pump(self.me.id, Instant::now(), |data| raw.propose(vec![], data).is_ok());
     }
 
     /// A writeset of ours failed: its client hears it, and what of it may
@@ -634,7 +631,6 @@ impl Driver {
             match ev {
                 GroupEvent::Assembling { origin, token, bytes } if *origin == me => {
                     self.proposals.progressed(*token, *bytes, Instant::now());
-                    self.last_own_delivery = Instant::now();
                     progressed = true;
                 }
                 GroupEvent::Ordered { origin, token, .. } if *origin == me && *token != 0 => {
@@ -642,7 +638,6 @@ impl Driver {
                     // (the group drops it), so this is not expected.
                     *token = self.proposals.ordered(*token).unwrap_or(0);
                     self.counters.sent_one_less();
-                    self.last_own_delivery = Instant::now();
                 }
                 GroupEvent::Fenced { origin, token } if *origin == me => fenced = Some(*token),
                 _ => {}
@@ -907,19 +902,22 @@ impl Driver {
         self.flush_events();
     }
 
-    /// A proposal of ours that has waited too long was probably lost with
-    /// a leader: fence everything up to the highest token so that it can
-    /// never be ordered later, and its client learns it failed.
+    /// A proposal of ours handed to Raft that has made no progress for
+    /// long (nothing of it committed) was probably lost with a leader:
+    /// fence everything up to the highest token so that it can never be
+    /// ordered later; it is sent again (or its client learns it failed).
     fn maybe_fence(&mut self) {
         let Some(upto) = self.proposals.highest_sent() else { return };
-        if self.last_own_delivery.elapsed() < FENCE_AFTER || self.last_fence.elapsed() < FENCE_AFTER {
+        let now = Instant::now();
+        let stalled = self.proposals.oldest_progress().is_some_and(|at| now.saturating_duration_since(at) >= FENCE_AFTER);
+        if !stalled || self.last_fence.elapsed() < FENCE_AFTER {
             return;
         }
         if self.state.member(self.me.id).is_none() {
             return;
         }
         self.last_fence = Instant::now();
-        log::info!("fencing proposals up to token {} (no delivery for {:?}); they will be sent again", upto, FENCE_AFTER);
+        log::info!("fencing proposals up to token {} (no progress for {:?}); they will be sent again", upto, FENCE_AFTER);
         let data = Entry::Fence { origin: self.me.id, token: upto }.encode();
         let _ = self.raw.propose(vec![], data);
     }

@@ -75,15 +75,24 @@ impl Proposals {
     /// order, at most `WINDOW_PIECES` uncommitted pieces per payload;
     /// `propose` says whether Raft took one. Stops at the first refusal
     /// (no leader): the next pump retries from there.
-    pub fn pump(&mut self, origin: Uuid, mut propose: impl FnMut(Vec<u8>) -> bool) {
+    pub fn pump(&mut self, origin: Uuid, now: Instant, mut propose: impl FnMut(Vec<u8>) -> bool) {
         for (wire, p) in self.waiting.iter_mut() {
             while p.handed < p.pieces() && p.handed - p.committed < pieces::WINDOW_PIECES {
                 if !propose(pieces::entry(origin, *wire, &p.body, p.handed)) {
                     return;
                 }
+                if p.handed == 0 {
+                    p.progress = now; // its wait for the group starts now
+                }
                 p.handed += 1;
             }
         }
+    }
+
+    /// When the proposal handed to Raft that waits longest last made
+    /// progress: one that made none for long was probably lost.
+    pub fn oldest_progress(&self) -> Option<Instant> {
+        self.waiting.values().filter(|p| p.handed > 0).map(|p| p.progress).min()
     }
 
     /// A piece of ours was committed: `bytes` of the payload are in.
@@ -186,7 +195,7 @@ mod tests {
     /// Pumps everything Raft takes; the entries, decoded.
     fn pump_all(p: &mut Proposals) -> Vec<Entry> {
         let mut out = Vec::new();
-        p.pump(Uuid::NIL, |e| {
+        p.pump(Uuid::NIL, Instant::now(), |e| {
             out.push(Entry::decode(&Bytes::from(e)).unwrap());
             true
         });
@@ -233,7 +242,7 @@ mod tests {
     fn a_dropped_proposal_is_retried_under_the_same_wire_token() {
         let (mut p, t0) = (Proposals::default(), Instant::now());
         let wire = p.add(5, small(5), t0);
-        p.pump(Uuid::NIL, |_| false);
+        p.pump(Uuid::NIL, Instant::now(), |_| false);
         assert_eq!(p.highest_sent(), None, "never handed to raft: nothing to fence");
         let sent = pump_all(&mut p);
         assert_eq!(sent.len(), 1);
@@ -302,10 +311,11 @@ mod tests {
         pump_all(&mut p);
         p.progressed(w, pieces::PIECE_BYTES as u64, t0 + GIVE_UP);
         assert!(p.stalled(t0 + GIVE_UP, GIVE_UP).is_empty(), "a committed piece is progress");
-        p.pump(Uuid::NIL, |_| false);
+        p.pump(Uuid::NIL, Instant::now(), |_| false);
         assert_eq!(p.stalled(t0 + 2 * GIVE_UP, GIVE_UP), vec![Failed { client: 10, fence: Some(w) }]);
         let w2 = p.add(11, small(1), t0);
-        pump_all(&mut p);
+        p.pump(Uuid::NIL, t0, |_| true);
+        assert_eq!(p.oldest_progress(), Some(t0), "sent at t0");
         assert_eq!(p.fenced(w2, t0 + GIVE_UP, GIVE_UP), vec![11], "fenced once too old: it fails");
         assert!(p.is_empty());
     }

@@ -44,15 +44,32 @@ impl Pending {
     }
 
     /// Waits for the outcome. No timeout: once proposed, a writeset is
-    /// either ordered or failed by the node, and the client must learn
-    /// which (answering early could contradict what other nodes commit).
+    /// either ordered or failed by the group (which fails one that makes
+    /// no progress), and the client must learn which (answering early
+    /// could contradict what other nodes commit).
     pub fn wait(&self) -> Outcome {
+        self.wait_or(|| false, || {})
+    }
+
+    /// `wait`, and once `aborted` says so, `give_up` (once): it asks the
+    /// group to fail the proposal if it still can.
+    pub fn wait_or(&self, aborted: impl Fn() -> bool, give_up: impl FnOnce()) -> Outcome {
+        // How often an aborted flag is looked at: a KILL is answered
+        // within this.
+        const LOOK: std::time::Duration = std::time::Duration::from_millis(100);
+        let mut give_up = Some(give_up);
         let mut g = self.outcome.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(o) = g.clone() {
                 return o;
             }
-            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+            if give_up.is_some() && aborted() {
+                drop(g);
+                (give_up.take().expect("checked"))();
+                g = self.outcome.lock().unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            g = self.cv.wait_timeout(g, LOOK).unwrap_or_else(|e| e.into_inner()).0;
         }
     }
 }

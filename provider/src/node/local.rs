@@ -86,7 +86,7 @@ impl Shared {
             ws
         };
         self.count_replicated(&ws);
-        let outcome = self.replicate(&ws);
+        let outcome = self.replicate(&ws, Some(&trx.aborted));
         let (status, enter) = self.certified(&mut trx.lock(), ws, outcome, meta);
         log::debug!("certify trx {} -> {:?} at {}", trx.trx_id as i64, status, meta.gtid.seqno);
         if let Some(seqno) = enter {
@@ -156,8 +156,11 @@ impl Shared {
     }
 
     /// Sends a writeset through the group and waits for its place in the
-    /// total order.
-    pub(super) fn replicate(&self, ws: &WriteSet) -> Outcome {
+    /// total order. A client aborted meanwhile (`aborted`: KILL, or a
+    /// brute-force abort) withdraws its writeset if the group can still
+    /// keep it from being ordered (see `Group::cancel`), and keeps waiting
+    /// for the answer otherwise.
+    pub(super) fn replicate(&self, ws: &WriteSet, aborted: Option<&std::sync::atomic::AtomicBool>) -> Outcome {
         let Some(group) = self.group() else { return Outcome::Failed };
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         let pending = Pending::new();
@@ -166,7 +169,8 @@ impl Shared {
             self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&token);
             return Outcome::Failed;
         }
-        pending.wait()
+        let Some(aborted) = aborted else { return pending.wait() };
+        pending.wait_or(|| aborted.load(Ordering::SeqCst), || group.cancel(token))
     }
 
     /// Turns the ordering outcome into certify's answer, and the seqno whose

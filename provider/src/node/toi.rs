@@ -27,7 +27,7 @@ impl Shared {
             Err(s) => return s,
         };
         self.count_replicated(&ws);
-        let Outcome::Ordered { seqno, verdict } = self.replicate(&ws) else {
+        let Outcome::Ordered { seqno, verdict } = self.replicate(&ws, None) else {
             return Status::ConnFail;
         };
         meta.gtid = Gtid::new(self.history(), seqno);
