@@ -197,16 +197,15 @@ impl Shared {
 
     /// This node's data may differ from the cluster's. Until the group
     /// has a consistency vote, the node that failed leaves, as Galera's
-    /// does when the others applied the writeset: its applier returns
-    /// NODE_FAIL, on which the server logs "node consistency compromised"
-    /// and shuts down cleanly (leaving the group, keeping its data for a
-    /// state transfer on restart). The other appliers apply nothing more.
+    /// does when the others applied the writeset (see
+    /// `leave_inconsistent`); the appliers apply nothing more meanwhile.
     fn inconsistent(&self, seqno: Seqno) -> Flow {
         log::error!(
             "Inconsistency detected: this node failed to apply seqno {} that the cluster ordered; it leaves the cluster and must rejoin by state transfer",
             seqno
         );
-        Flow::Failed
+        self.leave_inconsistent();
+        Flow::Continue
     }
 
     fn deliver_final(&self, ctx: RecvCtx) {

@@ -152,6 +152,33 @@ impl Shared {
         Status::Ok
     }
 
+    /// This node's data may differ from the cluster's (see
+    /// `applier::inconsistent`): it leaves the group, as Galera's does, so
+    /// the others go on without it; its saved position becomes unknown, so
+    /// that a restart takes a full state transfer, not an IST on top of
+    /// the divergence; the server hears the final view after what is
+    /// queued (wsrep_cluster_status Disconnected) and keeps running, as
+    /// with Galera, until the operator restarts it. Runs on the applier
+    /// that found the failure; another one (or this one, once back in
+    /// `recv`) delivers the final view.
+    pub(super) fn leave_inconsistent(&self) {
+        let Some(group) = self.group() else { return };
+        group.leave();
+        *self.group.write().unwrap_or_else(|e| e.into_inner()) = None;
+        group.stop();
+        self.fail_pending();
+        {
+            let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
+            super::view_state::remove(saved.dir());
+            saved.set(Position { uuid: Uuid::NIL, seqno: SEQNO_UNDEFINED, safe_to_bootstrap: false });
+        }
+        self.status().member = None;
+        if !self.queue.push(Item::Final) {
+            self.queue.close();
+        }
+        log::info!("left the cluster: this node's state is marked unknown until a state transfer");
+    }
+
     /// Queues the final view behind everything delivered and waits for an
     /// applier to deliver it. With no applier inside `recv` there is nobody
     /// to call back: the queue just closes.
