@@ -40,6 +40,7 @@
 //! absent), the same data and the same cell order. sysbench shares the
 //! machine's cores with the servers, as it does for both providers.
 
+mod big_trx;
 pub mod cli;
 mod counters;
 mod plan;

@@ -65,6 +65,25 @@ impl Cell {
     }
 }
 
+/// What `lockstep bench` measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// The sysbench matrix (see `cells`).
+    Cells,
+    /// One big UPDATE under a write load (see `big_trx`).
+    BigTrx,
+}
+
+impl Scenario {
+    pub fn parse(text: &str) -> std::result::Result<Scenario, String> {
+        match text {
+            "cells" | "lan" => Ok(Scenario::Cells),
+            "big-trx" => Ok(Scenario::BigTrx),
+            _ => Err(format!("scenario must be cells or big-trx, not {text:?}")),
+        }
+    }
+}
+
 /// Everything `lockstep bench` was asked to do.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchSpec {
@@ -91,6 +110,11 @@ pub struct BenchSpec {
     /// One-way delay added to every byte to and from the last node's group
     /// port (see wan.rs); None: no proxy.
     pub wan_delay_ms: Option<u32>,
+    pub scenario: Scenario,
+    /// big-trx: rows of the big table, and the streaming fragment sizes
+    /// in bytes to run (0: no streaming).
+    pub rows: u64,
+    pub fragments: Vec<u64>,
 }
 
 impl Default for BenchSpec {
@@ -111,6 +135,9 @@ impl Default for BenchSpec {
             mysqld_options: default_mysqld_options(),
             provider_options: Vec::new(),
             wan_delay_ms: None,
+            scenario: Scenario::Cells,
+            rows: 500_000,
+            fragments: vec![0, 10_000, 100_000, 1_000_000],
         }
     }
 }
