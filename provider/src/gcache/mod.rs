@@ -40,8 +40,20 @@ use run::{Run, Slot};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Cached {
     Writeset { payload: Bytes, certified: bool },
-    /// A primary configuration change.
-    View,
+    /// A primary configuration change: its view, encoded (`View::encode`;
+    /// empty in a record of an older file), so that an IST delivers it to
+    /// the joiner's server as Galera's does.
+    View { conf: Bytes },
+}
+
+impl Cached {
+    /// The bytes it holds (what bounds a queue of them).
+    pub fn bytes(&self) -> usize {
+        match self {
+            Cached::Writeset { payload, .. } => payload.len(),
+            Cached::View { conf } => conf.len(),
+        }
+    }
 }
 
 pub struct Gcache {
@@ -196,7 +208,7 @@ impl Gcache {
     fn write(&mut self, seqno: Seqno, item: &Cached) -> Option<Slot> {
         let (kind, certified, payload): (Kind, bool, &[u8]) = match item {
             Cached::Writeset { payload, certified } => (Kind::Writeset, *certified, payload),
-            Cached::View => (Kind::View, false, &[]),
+            Cached::View { conf } => (Kind::View, false, conf),
         };
         if payload.len() > u32::MAX as usize || record_size(payload.len()) > self.ring.capacity() {
             if !std::mem::replace(&mut self.oversize_noted, true) {
@@ -289,7 +301,7 @@ impl Plan {
         let read_one = |&(seqno, slot): &(Seqno, Slot)| {
             let (header, payload) = ring::read(&self.medium, self.nonce, slot.offset, seqno, slot.len)?;
             let item = match header.kind {
-                Kind::View => Cached::View,
+                Kind::View => Cached::View { conf: payload },
                 Kind::Writeset => Cached::Writeset { payload, certified: header.certified },
             };
             Ok((seqno, item))

@@ -56,6 +56,47 @@ pub struct View {
     pub my_idx: i32,
 }
 
+/// Version of a view's encoding.
+const VIEW_VERSION: u8 = 1;
+
+impl View {
+    /// A primary view as the gcache keeps it and IST carries it:
+    /// `version u8 | history 16 | seqno i64 | conf_id i64 | count u32 |
+    /// member*` (see `entry::encode_member`). Its own index is not kept:
+    /// it depends on who reads it.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![VIEW_VERSION];
+        out.extend_from_slice(&self.history.0);
+        out.extend_from_slice(&self.seqno.to_le_bytes());
+        out.extend_from_slice(&self.conf_id.to_le_bytes());
+        out.extend_from_slice(&(self.members.len() as u32).to_le_bytes());
+        for m in &self.members {
+            super::entry::encode_member(m, &mut out);
+        }
+        out
+    }
+
+    /// The view `encode` wrote, seen from member `me`.
+    pub fn decode(buf: &[u8], me: Uuid) -> Result<View, super::entry::EntryError> {
+        use super::entry::{decode_member, EntryError, Reader};
+        let mut r = Reader { buf, pos: 0 };
+        match r.u8().map_err(|_| EntryError::Empty)? {
+            VIEW_VERSION => {}
+            v => return Err(EntryError::Version(v)),
+        }
+        let history = r.uuid()?;
+        let (seqno, conf_id) = (r.u64()? as Seqno, r.u64()? as i64);
+        let count = r.u32()?;
+        let mut members = Vec::with_capacity(count.min(64) as usize);
+        for _ in 0..count {
+            members.push(decode_member(&mut r)?);
+        }
+        r.end()?;
+        let my_idx = members.iter().position(|m| m.id == me).map_or(-1, |i| i as i32);
+        Ok(View { history, seqno, conf_id, primary: true, members, my_idx })
+    }
+}
+
 /// Why no donor could be chosen (Galera's errno values, which the server
 /// logs).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -137,7 +137,7 @@ impl Shared {
     /// A configuration change is an ordered event: everything before it has
     /// committed when `view_cb` runs, nothing after it applies before it
     /// returns (later writesets depend on its seqno).
-    fn deliver_view(&self, ctx: RecvCtx, v: &View) {
+    pub(super) fn deliver_view(&self, ctx: RecvCtx, v: &View) {
         if v.primary {
             self.gate.pass(v.seqno);
             self.apply.wait_left(v.seqno - 1, None);

@@ -225,7 +225,7 @@ impl Shared {
             self.cert.lock().unwrap_or_else(|e| e.into_inner()).skip(v.seqno);
             let mut gcache = self.gcache.lock().unwrap_or_else(|e| e.into_inner());
             gcache.set_history(v.history);
-            gcache.push(v.seqno, crate::gcache::Cached::View);
+            gcache.push(v.seqno, crate::gcache::Cached::View { conf: Bytes::from(v.encode()) });
             drop(gcache);
             self.last_ordered.store(v.seqno, Ordering::SeqCst);
         }

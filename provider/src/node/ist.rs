@@ -216,7 +216,7 @@ impl Shared {
             // node's gcache goes on from what it had cached.
             self.gcache.lock().unwrap_or_else(|e| e.into_inner()).fill(seqno, item.clone());
             if seqno > position {
-                self.apply_ist_item(ctx, seqno, item);
+                self.apply_ist_item(ctx, seqno, item, entered);
             }
         }
         if position < entered {
@@ -228,13 +228,24 @@ impl Shared {
 
     /// One seqno of the gap, in order: a writeset the server applies (or
     /// a dummy for one that failed certification everywhere), or a
-    /// configuration change that only moves the position.
-    fn apply_ist_item(&self, ctx: RecvCtx, seqno: Seqno, item: Cached) {
+    /// configuration change. The view at `entered` is the one this node
+    /// entered with: it is not delivered here (the join delivers it, or
+    /// it is in the transferred state).
+    fn apply_ist_item(&self, ctx: RecvCtx, seqno: Seqno, item: Cached, entered: Seqno) {
         match item {
-            Cached::View => {
-                self.commit.finish(seqno);
-                self.apply.finish(seqno);
-            }
+            // Galera's IST delivers the configuration changes the joiner
+            // missed to its server, in order (with own index -1 where it
+            // was not a member): the server rolls back the streaming
+            // transactions of members that left in the meantime, and no
+            // longer takes the view it returns in for a repeat of its
+            // last one (which would roll back all of them).
+            Cached::View { conf } => match View::decode(&conf, self.my_id()) {
+                Ok(view) if view.seqno == seqno && seqno < entered => self.deliver_view(ctx, &view),
+                _ => {
+                    self.commit.finish(seqno);
+                    self.apply.finish(seqno);
+                }
+            },
             Cached::Writeset { payload, certified } => {
                 let verdict = if certified { Verdict::Pass { depends_on: seqno - 1 } } else { Verdict::Fail(FailReason::BelowIndex) };
                 match WriteSet::decode(payload) {

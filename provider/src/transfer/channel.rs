@@ -211,10 +211,10 @@ mod tests {
         let h = header(5, 7);
         let (r, incoming) = receiver(h);
         assert!(r.listening().starts_with("tcp://127.0.0.1:"));
-        send(r.listening(), h, [(5, ws(b"a")), (6, Cached::View), (7, ws(b"c"))]).unwrap();
+        send(r.listening(), h, [(5, ws(b"a")), (6, Cached::View { conf: Bytes::from_static(b"view") }), (7, ws(b"c"))]).unwrap();
         assert_eq!(incoming.wait_header(SOON), Ok(h));
         let got: Vec<_> = std::iter::from_fn(|| incoming.next(SOON).unwrap()).collect();
-        assert_eq!(got, [(5, ws(b"a")), (6, Cached::View), (7, ws(b"c"))]);
+        assert_eq!(got, [(5, ws(b"a")), (6, Cached::View { conf: Bytes::from_static(b"view") }), (7, ws(b"c"))]);
     }
 
     #[test]

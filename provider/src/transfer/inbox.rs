@@ -100,10 +100,7 @@ impl Incoming {
     /// One seqno from the donor (reading thread): waits while the queue is
     /// full. An error ends the transfer.
     pub fn push(&self, seqno: Seqno, item: Cached) -> Result<(), String> {
-        let size = match &item {
-            Cached::Writeset { payload, .. } => payload.len(),
-            Cached::View => 0,
-        };
+        let size = item.bytes();
         let mut inner = self.lock();
         while inner.bytes > 0 && inner.bytes + size > MAX_BUFFERED && !inner.closed && inner.error.is_none() {
             inner = self.cv.wait_timeout(inner, RECHECK).unwrap_or_else(|e| e.into_inner()).0;
@@ -148,10 +145,7 @@ impl Incoming {
     pub fn next(&self, stall: Duration) -> Result<Option<(Seqno, Cached)>, String> {
         let taken = self.wait(stall, |inner| match inner.items.pop_front() {
             Some((seqno, item)) => {
-                inner.bytes -= match &item {
-                    Cached::Writeset { payload, .. } => payload.len(),
-                    Cached::View => 0,
-                };
+                inner.bytes -= item.bytes();
                 Some(Ok(Some((seqno, item))))
             }
             None if inner.ended() => Some(Ok(None)),
@@ -215,8 +209,8 @@ mod tests {
         assert_eq!(inbox.wait_header(SOON), Ok(h));
         inbox.push(11, ws(3)).unwrap();
         assert_eq!(inbox.next(SOON).unwrap().map(|(s, _)| s), Some(11));
-        inbox.push(12, Cached::View).unwrap();
-        assert_eq!(inbox.next(SOON), Ok(Some((12, Cached::View))));
+        inbox.push(12, Cached::View { conf: Bytes::new() }).unwrap();
+        assert_eq!(inbox.next(SOON), Ok(Some((12, Cached::View { conf: Bytes::new() }))));
         assert_eq!(inbox.next(SOON), Ok(None));
     }
 

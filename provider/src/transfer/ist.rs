@@ -99,8 +99,9 @@ pub fn encode(chunk: &Chunk) -> (u8, Bytes) {
             out.extend_from_slice(payload);
             WRITESET
         }
-        Chunk::Item { seqno, item: Cached::View } => {
+        Chunk::Item { seqno, item: Cached::View { conf } } => {
             out.extend_from_slice(&seqno.to_le_bytes());
+            out.extend_from_slice(conf);
             VIEW
         }
     };
@@ -129,8 +130,7 @@ pub fn decode(kind: u8, buf: &Bytes) -> Result<Chunk, String> {
         }
         VIEW => {
             let seqno = r.u64().map_err(bad)? as Seqno;
-            r.end().map_err(bad)?;
-            Chunk::Item { seqno, item: Cached::View }
+            Chunk::Item { seqno, item: Cached::View { conf: buf.slice(r.pos..) } }
         }
         k => return Err(format!("unknown IST chunk kind {}", k)),
     };
@@ -156,7 +156,8 @@ mod tests {
         round_trip(Chunk::Header(header(10, 9)));
         round_trip(Chunk::Item { seqno: 5, item: Cached::Writeset { payload: Bytes::from_static(b"abc"), certified: true } });
         round_trip(Chunk::Item { seqno: 7, item: Cached::Writeset { payload: Bytes::new(), certified: false } });
-        round_trip(Chunk::Item { seqno: 6, item: Cached::View });
+        round_trip(Chunk::Item { seqno: 6, item: Cached::View { conf: Bytes::from_static(b"members") } });
+        round_trip(Chunk::Item { seqno: 7, item: Cached::View { conf: Bytes::new() } });
     }
 
     #[test]
@@ -167,7 +168,7 @@ mod tests {
         }
         let padded = Bytes::from([&h[..], &[0]].concat());
         assert!(decode(kind, &padded).is_err());
-        let (kind, v) = encode(&Chunk::Item { seqno: 3, item: Cached::View });
+        let (kind, v) = encode(&Chunk::Item { seqno: 3, item: Cached::View { conf: Bytes::new() } });
         assert!(decode(kind, &v.slice(..7)).is_err());
         assert!(decode(WRITESET, &Bytes::from_static(&[1, 0, 0, 0, 0, 0, 0, 0])).is_err(), "no certified flag");
         assert!(decode(9, &v).unwrap_err().contains("unknown IST chunk kind 9"));

@@ -164,3 +164,40 @@ fn a_rejoin_after_a_non_primary_spell_is_a_new_primary_view_and_restates_the_mem
     assert!(apply(&mut g, rejoin(Uuid::random())).is_empty(), "a removed member must join anew");
     assert_eq!(g.seqno(), 12);
 }
+
+#[test]
+fn a_view_round_trips_seen_from_whoever_reads_it() {
+    let (a, b) = (Uuid::random(), Uuid::random());
+    let mut g = boot(a, 10);
+    membership(&mut g, Membership::Add { member: member(b, "node2") });
+    let v = g.view();
+    let enc = v.encode();
+    assert_eq!(View::decode(&enc, a).unwrap(), v);
+    assert_eq!(View::decode(&enc, b).unwrap().my_idx, 1);
+    assert_eq!(View::decode(&enc, Uuid::random()).unwrap().my_idx, -1, "not a member of it");
+    for len in 0..enc.len() {
+        assert!(View::decode(&enc[..len], a).is_err(), "cut at {len}");
+    }
+}
+
+/// Pieces of a big writeset assemble into one ordered writeset at the
+/// last piece's seqno; pieces of a departed origin are forgotten.
+#[test]
+fn a_writeset_in_pieces_is_ordered_at_its_last_piece() {
+    let (a, b) = (Uuid::random(), Uuid::random());
+    let mut g = boot(a, 0);
+    membership(&mut g, Membership::Add { member: member(b, "node2") });
+    let body = bytes::Bytes::from(vec![7u8; 3 * crate::group::pieces::PIECE_BYTES]);
+    let piece = |i| Entry::decode(&bytes::Bytes::from(crate::group::pieces::entry(b, 9, &body, i))).unwrap();
+    let before = g.seqno();
+    assert!(matches!(apply(&mut g, piece(0))[..], [GroupEvent::Assembling { bytes, .. }] if bytes == crate::group::pieces::PIECE_BYTES as u64));
+    assert!(!g.may_snapshot(), "no snapshot with a writeset half assembled");
+    apply(&mut g, ordered(a, 1));
+    apply(&mut g, piece(1));
+    let events = apply(&mut g, piece(2));
+    assert!(matches!(&events[..], [GroupEvent::Ordered { seqno, origin, token: 9, payload }] if *seqno == before + 2 && *origin == b && *payload == body));
+    assert!(g.may_snapshot());
+    apply(&mut g, piece(0));
+    membership(&mut g, Membership::Remove { member: b });
+    assert!(g.may_snapshot(), "a departed member's pieces are dropped");
+}
