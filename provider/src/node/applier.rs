@@ -160,6 +160,20 @@ impl Shared {
             // records the position, after everything before it.
             Verdict::Fail(_) => (seqno - 1, ws.flags | flags::ROLLBACK),
         };
+        let big = ws.data().len() >= super::BIG_WRITESET;
+        if big {
+            self.big_applying.fetch_add(1, Ordering::SeqCst);
+            self.check_flow();
+        }
+        let flow = self.apply_in_order(ctx, seqno, ws, (depends_on, fl));
+        if big {
+            self.big_applying.fetch_sub(1, Ordering::SeqCst);
+            self.check_flow();
+        }
+        flow
+    }
+
+    fn apply_in_order(&self, ctx: RecvCtx, seqno: Seqno, ws: &WriteSet, (depends_on, fl): (Seqno, u32)) -> Flow {
         self.gate.pass(seqno);
         if self.apply.enter(seqno, Rule::After(depends_on)).is_err() {
             return Flow::Continue; // closing

@@ -362,9 +362,10 @@ impl Shared {
         let mut requested = self.fc_requested.lock().unwrap_or_else(|e| e.into_inner());
         let len = self.queue.len();
         let (lower, upper) = self.fc_limits_cached();
+        let (upper, grace) = self.upper_after_big_apply(len, upper);
         let signal = if !*requested && len > upper && self.flow_eligible() {
             crate::group::Signal::Stop
-        } else if *requested && (len <= lower || !self.flow_eligible()) {
+        } else if *requested && (len <= lower || (grace && len <= upper) || !self.flow_eligible()) {
             crate::group::Signal::Cont
         } else {
             return;
@@ -373,6 +374,28 @@ impl Shared {
         // Still under the lock: signals reach the group in decision order.
         if let Some(g) = self.group() {
             g.flow(signal);
+        }
+    }
+
+    /// The upper limit while a big writeset applies here, and after it
+    /// until the backlog is back under the limit (then true). The
+    /// writesets ordered after a big one wait for its commit, however
+    /// fast they apply: counting them would stop every writer of the
+    /// cluster for as long as the big one takes to apply (Galera does, 5 s
+    /// for a 200 MB UPDATE). So the queue may grow to BIG_APPLY_QUEUE
+    /// then, its followers commit as soon as it has, and the writers stop
+    /// only if this node still cannot keep up.
+    fn upper_after_big_apply(&self, len: usize, upper: usize) -> (usize, bool) {
+        /// A few seconds of a busy cluster's small writesets.
+        const BIG_APPLY_QUEUE: usize = 16384;
+        if self.big_applying.load(Ordering::SeqCst) > 0 {
+            self.fc_grace.store(true, Ordering::SeqCst);
+        } else if len <= upper {
+            self.fc_grace.store(false, Ordering::SeqCst);
+        }
+        match self.fc_grace.load(Ordering::SeqCst) {
+            true => (upper.max(BIG_APPLY_QUEUE), true),
+            false => (upper, false),
         }
     }
 

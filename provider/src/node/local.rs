@@ -169,8 +169,20 @@ impl Shared {
             self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&token);
             return Outcome::Failed;
         }
-        let Some(aborted) = aborted else { return pending.wait() };
-        pending.wait_or(|| aborted.load(Ordering::SeqCst), || group.cancel(token))
+        let started = std::time::Instant::now();
+        let outcome = match aborted {
+            None => pending.wait(),
+            Some(aborted) => pending.wait_or(|| aborted.load(Ordering::SeqCst), || group.cancel(token)),
+        };
+        if ws.encoded_len() >= super::BIG_WRITESET {
+            // Rare and heavy: the operator sees where its time went.
+            let at = match &outcome {
+                Outcome::Ordered { seqno, .. } => format!("ordered at seqno {}", seqno),
+                Outcome::Failed => "failed".into(),
+            };
+            log::info!("writeset of trx {} ({} MB) {} after {:.1}s", ws.trx_id as i64, ws.encoded_len() >> 20, at, started.elapsed().as_secs_f64());
+        }
+        outcome
     }
 
     /// Turns the ordering outcome into certify's answer, and the seqno whose

@@ -146,6 +146,11 @@ pub struct Shared {
     /// a pusher's STOP could reach the group after a popper's later CONT
     /// and hold every member paused with nothing left to lift it.
     fc_requested: Mutex<bool>,
+    /// Writesets of at least `BIG_WRITESET` bytes in apply_cb now, and
+    /// whether flow control is in its grace after one (see
+    /// `upper_after_big_apply`).
+    big_applying: AtomicUsize,
+    fc_grace: std::sync::atomic::AtomicBool,
     /// Flow-control limits (lower << 32 | upper), refreshed on views and
     /// option changes.
     fc_cached_limits: AtomicU64,
@@ -173,6 +178,11 @@ pub struct Shared {
 }
 
 /// The provider instance behind one `wsrep_t`.
+/// A writeset this large is big: its client's log line says when it was
+/// ordered, and while it applies, flow control waits for it (see
+/// `upper_after_big_apply`).
+pub(crate) const BIG_WRITESET: usize = 16 << 20;
+
 pub struct Node {
     shared: Arc<Shared>,
 }
@@ -247,6 +257,8 @@ impl Node {
             awaiting_sync: Default::default(),
             in_view: Default::default(),
             fc_requested: Default::default(),
+            big_applying: AtomicUsize::new(0),
+            fc_grace: Default::default(),
             fc_cached_limits: AtomicU64::new((16 << 32) | 16),
             gcache: Mutex::new(gcache),
             ist: Default::default(),
