@@ -173,6 +173,10 @@ pub(super) struct Driver {
     pump_due: bool,
     /// When we last fenced lost proposals.
     last_fence: Instant,
+    /// Our abandoned writesets up to this token must be fenced: proposed
+    /// every tick until the fence is ordered (a proposal forwarded to a
+    /// leader that is gone is lost without a word).
+    owed_fence: Option<u64>,
     snapshots: super::snapshot_watch::SnapshotWatch,
     fc: FlowControl,
     flow: Arc<FlowGate>,
@@ -266,6 +270,7 @@ impl Driver {
             applied_bytes: 0,
             pump_due: false,
             last_fence: now,
+            owed_fence: None,
             snapshots: Default::default(),
             fc: FlowControl::default(),
             flow,
@@ -440,6 +445,9 @@ impl Driver {
             self.fail(failed);
         }
         self.pump();
+        if let Some(token) = self.owed_fence.filter(|_| self.quorum.is_primary()) {
+            let _ = self.raw.propose(vec![], Entry::Fence { origin: self.me.id, token }.encode());
+        }
         for data in std::mem::take(&mut self.dropped) {
             self.propose_or_keep(data);
         }
@@ -639,7 +647,12 @@ impl Driver {
                     *token = self.proposals.ordered(*token).unwrap_or(0);
                     self.counters.sent_one_less();
                 }
-                GroupEvent::Fenced { origin, token } if *origin == me => fenced = Some(*token),
+                GroupEvent::Fenced { origin, token } if *origin == me => {
+                    fenced = Some(*token);
+                    if self.owed_fence.is_some_and(|owed| *token >= owed) {
+                        self.owed_fence = None;
+                    }
+                }
                 _ => {}
             }
         }
@@ -893,9 +906,14 @@ impl Driver {
             members.len(),
             self.state.members().len()
         );
+        // What of them may be in the log is fenced once a leader is known
+        // again: the others would otherwise keep the pieces of a writeset
+        // never completed, and take no snapshot while they do.
+        let fence = self.proposals.highest_sent();
         for client in self.proposals.abandon() {
             self.events.push(GroupEvent::ProposalFailed { token: client });
         }
+        self.owed_fence = self.owed_fence.max(fence);
         let my_idx = members.iter().position(|m| m.id == self.me.id).map_or(-1, |i| i as i32);
         let view = super::View { history: self.state.history(), seqno: self.state.seqno(), conf_id: -1, primary: false, members, my_idx };
         self.events.push(GroupEvent::View(view));
