@@ -14,7 +14,7 @@ use super::Shared;
 use crate::cert::{FailReason, Verdict};
 use crate::gcache::Cached;
 use crate::group::{IstRequest, View};
-use crate::gtid::{Gtid, Seqno, Uuid};
+use crate::gtid::{Gtid, Seqno, Uuid, SEQNO_UNDEFINED};
 use crate::log;
 use crate::transfer::channel::{self, Receiver, STALL};
 use crate::transfer::ist::Header;
@@ -185,8 +185,8 @@ impl Shared {
     /// applies what the donor streams up to `entered` (where its live
     /// stream begins). The position reached, or None when a needed
     /// transfer failed.
-    pub(super) fn receive_ist(&self, ctx: RecvCtx, gtid: Gtid, entered: Seqno) -> Option<Seqno> {
-        match self.apply_ist(ctx, gtid.seqno, entered) {
+    pub(super) fn receive_ist(&self, ctx: RecvCtx, gtid: Gtid, entered: Seqno, views: bool) -> Option<Seqno> {
+        match self.apply_ist(ctx, gtid.seqno, entered, views) {
             Ok(at) => Some(at),
             Err(e) if gtid.seqno < entered => {
                 log::error!("IST failed: {}; the node must be restarted to join by SST", e);
@@ -199,7 +199,7 @@ impl Shared {
         }
     }
 
-    fn apply_ist(&self, ctx: RecvCtx, position: Seqno, entered: Seqno) -> Result<Seqno, String> {
+    fn apply_ist(&self, ctx: RecvCtx, position: Seqno, entered: Seqno, views: bool) -> Result<Seqno, String> {
         let header = self.ist.wait_header(STALL)?;
         header.covers(position, entered)?;
         if position < entered {
@@ -216,7 +216,10 @@ impl Shared {
             // node's gcache goes on from what it had cached.
             self.gcache.lock().unwrap_or_else(|e| e.into_inner()).fill(seqno, item.clone());
             if seqno > position {
-                self.apply_ist_item(ctx, seqno, item, entered);
+                // A fresh joiner's server hears no view before the one it
+                // entered with (connected_cb's): only a running one does.
+                let views_before = if views { entered } else { SEQNO_UNDEFINED };
+                self.apply_ist_item(ctx, seqno, item, views_before);
             }
         }
         if position < entered {
@@ -228,10 +231,10 @@ impl Shared {
 
     /// One seqno of the gap, in order: a writeset the server applies (or
     /// a dummy for one that failed certification everywhere), or a
-    /// configuration change. The view at `entered` is the one this node
-    /// entered with: it is not delivered here (the join delivers it, or
-    /// it is in the transferred state).
-    fn apply_ist_item(&self, ctx: RecvCtx, seqno: Seqno, item: Cached, entered: Seqno) {
+    /// configuration change, which the server hears if it is older than
+    /// `views_before` (the view this node entered with is delivered by
+    /// the join that follows).
+    fn apply_ist_item(&self, ctx: RecvCtx, seqno: Seqno, item: Cached, views_before: Seqno) {
         match item {
             // Galera's IST delivers the configuration changes the joiner
             // missed to its server, in order (with own index -1 where it
@@ -240,7 +243,7 @@ impl Shared {
             // longer takes the view it returns in for a repeat of its
             // last one (which would roll back all of them).
             Cached::View { conf } => match View::decode(&conf, self.my_id()) {
-                Ok(view) if view.seqno == seqno && seqno < entered => self.deliver_view(ctx, &view),
+                Ok(view) if view.seqno == seqno && seqno < views_before => self.deliver_view(ctx, &view),
                 _ => {
                     self.commit.finish(seqno);
                     self.apply.finish(seqno);

@@ -54,7 +54,7 @@ impl Shared {
         };
         if is_request(&req, b"trivial") || is_request(&req, b"none") {
             // No data moves: the node starts from the group's position.
-            return self.state_installed(ctx, Gtid::new(view.history, view.seqno), false);
+            return self.state_installed(ctx, Gtid::new(view.history, view.seqno), false, false);
         }
         self.set_sst(Sst::Requested);
         let own = *self.joined_from.lock().unwrap_or_else(|e| e.into_inner());
@@ -74,7 +74,7 @@ impl Shared {
             match self.wait_sst(ist_only) {
                 Sst::Retry => std::thread::sleep(RETRY_AFTER),
                 Sst::Transferring => return self.caught_up_running(ctx, own, view, receiver.is_some()),
-                Sst::Received(gtid) => return self.state_installed(ctx, gtid, receiver.is_some()),
+                Sst::Received(gtid) => return self.state_installed(ctx, gtid, receiver.is_some(), false),
                 Sst::Failed(rc) => {
                     log::error!("State transfer failed ({}): the node cannot join and must be restarted", rc);
                     return false;
@@ -102,7 +102,7 @@ impl Shared {
                 self.apply.last_left()
             );
         }
-        if !self.state_installed(ctx, own, receiving) {
+        if !self.state_installed(ctx, own, receiving, true) {
             return false;
         }
         if !self.app.view(ctx, view) {
@@ -191,8 +191,10 @@ impl Shared {
     /// The data now holds everything up to `gtid`: start applying after
     /// it, skip what it contains, and tell the group we have the state.
     /// With a receiver open, the donor's IST follows (after an SST too,
-    /// where it is usually empty).
-    fn state_installed(&self, ctx: RecvCtx, gtid: Gtid, receiving: bool) -> bool {
+    /// where it is usually empty). A `running` server (back after a
+    /// partition) hears the views the IST brings, then the one it joined
+    /// in (see `apply_ist_item`).
+    fn state_installed(&self, ctx: RecvCtx, gtid: Gtid, receiving: bool, running: bool) -> bool {
         self.skip_upto.store(gtid.seqno, Ordering::SeqCst);
         self.apply.reset(gtid.seqno);
         self.commit.reset(gtid.seqno);
@@ -202,7 +204,7 @@ impl Shared {
         // between come from the donor's IST.
         let entered = self.entered_at.load(Ordering::SeqCst);
         let position = match receiving {
-            true => self.receive_ist(ctx, gtid, entered),
+            true => self.receive_ist(ctx, gtid, entered, running),
             false if gtid.seqno < entered => {
                 log::error!("the state holds up to {} but this node joined at {} and has no IST receiver for the gap", gtid.seqno, entered);
                 None
