@@ -173,9 +173,11 @@ pub(super) struct Driver {
     pump_due: bool,
     /// When we last fenced lost proposals.
     last_fence: Instant,
-    /// Our abandoned writesets up to this token must be fenced: proposed
-    /// every tick until the fence is ordered (a proposal forwarded to a
-    /// leader that is gone is lost without a word).
+    /// Our failed or abandoned writesets up to this token must be fenced:
+    /// proposed every tick until the fence is ordered (a proposal
+    /// forwarded to a leader that is gone is lost without a word, and the
+    /// others would keep the pieces of a writeset never completed, and
+    /// take no snapshot while they do).
     owed_fence: Option<u64>,
     snapshots: super::snapshot_watch::SnapshotWatch,
     fc: FlowControl,
@@ -417,8 +419,15 @@ impl Driver {
     fn fail(&mut self, failed: Failed) {
         self.events.push(GroupEvent::ProposalFailed { token: failed.client });
         if let Some(wire) = failed.fence {
-            self.propose_or_keep(Entry::Fence { origin: self.me.id, token: wire }.encode());
+            self.owe_fence(wire);
         }
+    }
+
+    /// Our writesets up to `token` must be fenced: now, and every tick
+    /// until the fence is ordered (see `owed_fence`).
+    fn owe_fence(&mut self, token: u64) {
+        self.owed_fence = self.owed_fence.max(Some(token));
+        let _ = self.raw.propose(vec![], Entry::Fence { origin: self.me.id, token }.encode());
     }
 
     /// A fire-and-forget proposal (member state, state request, rollback
@@ -907,8 +916,7 @@ impl Driver {
             self.state.members().len()
         );
         // What of them may be in the log is fenced once a leader is known
-        // again: the others would otherwise keep the pieces of a writeset
-        // never completed, and take no snapshot while they do.
+        // again (see `owed_fence`).
         let fence = self.proposals.highest_sent();
         for client in self.proposals.abandon() {
             self.events.push(GroupEvent::ProposalFailed { token: client });

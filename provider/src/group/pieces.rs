@@ -127,6 +127,11 @@ impl Assemblies {
         self.open.is_empty()
     }
 
+    /// The writesets held: (origin, token, bytes so far).
+    pub fn open(&self) -> Vec<(Uuid, u64, usize)> {
+        self.open.iter().map(|((o, t), b)| (*o, *t, b.len())).collect()
+    }
+
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.open.values().map(Vec::len).sum()

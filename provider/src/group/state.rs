@@ -169,6 +169,11 @@ impl GroupState {
         self.assembling.bytes()
     }
 
+    /// The writesets being assembled: (origin, token, bytes so far).
+    pub fn assembling(&self) -> Vec<(Uuid, u64, usize)> {
+        self.assembling.open()
+    }
+
     pub fn history(&self) -> Uuid {
         self.history
     }

@@ -214,8 +214,11 @@ impl Shared {
     /// does when the others applied the writeset (see
     /// `leave_inconsistent`); the appliers apply nothing more meanwhile.
     fn inconsistent(&self, seqno: Seqno) -> Flow {
+        // Galera's words (mtr tests suppress them by this prefix), then
+        // ours: there is no vote yet, the node that failed leaves.
         log::error!(
-            "Inconsistency detected: this node failed to apply seqno {} that the cluster ordered; it leaves the cluster and must rejoin by state transfer",
+            "Inconsistency detected: Inconsistent by consensus on {}:{} (this node failed to apply it; it leaves the cluster and must rejoin by state transfer)",
+            self.history(),
             seqno
         );
         self.leave_inconsistent();

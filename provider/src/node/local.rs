@@ -309,7 +309,9 @@ impl Shared {
                 if !error.is_empty() {
                     // Galera would start a consistency vote here; without
                     // one, the node that failed leaves (see `inconsistent`).
-                    log::error!("Failed to apply writeset {}: {}", seqno, String::from_utf8_lossy(error));
+                    // A note: the server logged the error, and `inconsistent`
+                    // says what it means in Galera's words.
+                    log::info!("applying seqno {} failed on this node: {}", seqno, String::from_utf8_lossy(error));
                     self.note_apply_failure(seqno);
                 }
                 self.commit.finish(seqno);

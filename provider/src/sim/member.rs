@@ -68,6 +68,8 @@ pub struct Member {
     /// Its `pc.weight`, and when it may next tell the group.
     weight: u32,
     next_weight: u64,
+    /// A fence owed until ordered (the driver's `owed_fence`).
+    owed_fence: Option<u64>,
     gate: Gate,
     leader_says: Option<(u64, bool, Instant)>,
     stale_until: u64,
@@ -135,6 +137,7 @@ impl Member {
             bootstrap_at: bootstrap.then_some((HISTORY, 0)),
             weight,
             next_weight: 0,
+            owed_fence: None,
             gate: Gate::default(),
             leader_says: None,
             stale_until: 0,
@@ -200,10 +203,17 @@ impl Member {
         true
     }
 
-    /// The client of `token` gave up: the driver fences what it could not
-    /// get ordered (its pieces may linger half assembled otherwise).
+    /// The client of `token` gave up: as the driver, fence what it could
+    /// not get ordered (its pieces may linger half assembled otherwise),
+    /// every tick until the fence is ordered.
     pub fn fence(&mut self, token: u64) {
-        let _ = self.raw.propose(vec![], Entry::Fence { origin: self.info.id, token }.encode());
+        self.owed_fence = self.owed_fence.max(Some(token));
+    }
+
+    fn propose_owed_fence(&mut self) {
+        if let Some(token) = self.owed_fence.filter(|_| self.is_primary()) {
+            let _ = self.raw.propose(vec![], Entry::Fence { origin: self.info.id, token }.encode());
+        }
     }
 
     pub fn tick(&mut self, now: Instant, now_ms: u64) {
@@ -214,6 +224,7 @@ impl Member {
         self.watch_quorum(now);
         self.weigh(now, now_ms);
         self.apply_backlog(now);
+        self.propose_owed_fence();
         if let Some(sig) = self.fc.tick(self.id(), now) {
             self.broadcast(Msg::Flow(sig));
         }
@@ -505,6 +516,9 @@ impl Member {
                     let v = self.state.view();
                     self.cert.skip(v.seqno);
                     self.notes.push(Note::View { seqno: v.seqno, conf_id: v.conf_id, members: v.members.iter().map(|m| m.id).collect() });
+                }
+                GroupEvent::Fenced { origin, token } if origin == self.info.id && self.owed_fence.is_some_and(|owed| token >= owed) => {
+                    self.owed_fence = None;
                 }
                 GroupEvent::View(v) if v.primary => {
                     // A replayed (stale) view is still the same view

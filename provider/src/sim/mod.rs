@@ -132,6 +132,9 @@ fn debug_state(index: usize, m: &Member, leader: Option<&Member>) {
     );
     if let Some(l) = leader {
         eprintln!("  the leader's progress for it: {:?}; the leader assembles {} bytes, snapshot at {} wanted {}, first index {}", l.raw.raft.prs().get(r.id), l.state.assembling_bytes(), l.raw.store().snapshot_index(), l.raw.store().snapshot_wanted(), l.raw.raft.raft_log.first_index());
+        for (origin, token, bytes) in l.state.assembling() {
+            eprintln!("  assembling {} bytes of token {} from {} (a member: {})", bytes, token, origin, l.state.member(origin).is_some());
+        }
     }
 }
 
@@ -207,6 +210,7 @@ impl Sim {
                 self.flush(i)?;
             }
         }
+        self.expire_clients();
         if self.now < RUN_MS {
             self.load()?;
         }
@@ -267,18 +271,24 @@ impl Sim {
         self.check.note(i, note)
     }
 
-    /// Clients on primary members send writesets of one to three rows.
-    fn load(&mut self) -> Result<(), String> {
+    /// Clients that waited too long give up, and their member fences what
+    /// they sent (also while the cluster settles: pieces of a writeset
+    /// never completed would keep every member from taking a snapshot).
+    fn expire_clients(&mut self) {
+        let now = self.now;
         for i in 0..self.members.len() {
-            let now = self.now;
             let mut gone: Vec<u64> = self.waiting[i].iter().filter(|(_, sent)| now - **sent >= CLIENT_TIMEOUT_MS).map(|(t, _)| *t).collect();
             gone.sort_unstable(); // deterministic
             for token in gone {
                 self.waiting[i].remove(&token);
-                if self.acting(i) {
-                    self.members[i].fence(token);
-                }
+                self.members[i].fence(token);
             }
+        }
+    }
+
+    /// Clients on primary members send writesets of one to three rows.
+    fn load(&mut self) -> Result<(), String> {
+        for i in 0..self.members.len() {
             if !self.acting(i) || self.waiting[i].len() >= CLIENTS || !self.rng.chance(60) {
                 continue;
             }
