@@ -240,11 +240,14 @@ impl Certification {
             return SEQNO_UNDEFINED;
         }
         let key = (ws.source, ws.trx_id);
-        let previous = if ws.has(flags::TRX_START) { None } else { Some(self.streaming.remove(&key).unwrap_or(seqno - 1)) };
+        let previous = match ws.has(flags::TRX_START) {
+            true => SEQNO_UNDEFINED,
+            false => self.streaming.remove(&key).unwrap_or(seqno - 1),
+        };
         if !ws.has(flags::TRX_END) {
             self.streaming.insert(key, seqno);
         }
-        previous.unwrap_or(SEQNO_UNDEFINED)
+        previous
     }
 
     fn interval_check(&self, ws: &WriteSet, seqno: Seqno) -> Option<FailReason> {

@@ -78,12 +78,8 @@ impl Shared {
         if let Item::Apply { seqno, ws, verdict } = item {
             self.local.leave(order);
             if self.apply_failed.load(Ordering::SeqCst) != SEQNO_UNDEFINED {
-                // Inconsistent, leaving: nothing more is applied, but the
-                // seqno passes the monitors so that nothing waits for it.
-                if self.apply.enter(seqno, Rule::After(seqno - 1)).is_ok() {
-                    self.commit.finish(seqno);
-                    self.apply.leave(seqno);
-                }
+                // Inconsistent, leaving: nothing more is applied.
+                self.pass_monitors(seqno);
                 return Flow::Continue;
             }
             if seqno <= self.skip_upto.load(Ordering::SeqCst) {
@@ -198,6 +194,13 @@ impl Shared {
             return self.inconsistent(seqno);
         }
         if exit { Flow::Exit } else { Flow::Continue }
+    }
+
+    /// `seqno` is done without the server: it passes both monitors so
+    /// that nothing after it waits for it.
+    pub(super) fn pass_monitors(&self, seqno: Seqno) {
+        self.commit.finish(seqno);
+        self.apply.finish(seqno);
     }
 
     /// The server could not apply `seqno` (apply_cb failed, or it reported

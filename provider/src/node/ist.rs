@@ -244,10 +244,7 @@ impl Shared {
             // last one (which would roll back all of them).
             Cached::View { conf } => match View::decode(&conf, self.my_id()) {
                 Ok(view) if view.seqno == seqno && seqno < views_before => self.deliver_view(ctx, &view),
-                _ => {
-                    self.commit.finish(seqno);
-                    self.apply.finish(seqno);
-                }
+                _ => self.pass_monitors(seqno),
             },
             Cached::Writeset { payload, certified } => {
                 let verdict = if certified { Verdict::Pass { depends_on: seqno - 1 } } else { Verdict::Fail(FailReason::BelowIndex) };
@@ -257,8 +254,7 @@ impl Shared {
                     }
                     Err(e) => {
                         log::error!("IST writeset {} cannot be decoded ({}); skipping it", seqno, e);
-                        self.commit.finish(seqno);
-                        self.apply.finish(seqno);
+                        self.pass_monitors(seqno);
                     }
                 }
             }
