@@ -70,7 +70,7 @@ impl Certification {
         (self.optimistic_pa, self.max_length, self.floor, self.last_pa_unsafe) = (pa, max, floor, last_pa_unsafe);
         self.streaming = streaming;
         for (seqno, c) in certified {
-            self.index_keys(seqno, c.source, c.toi, &c.keys);
+            self.index_keys(seqno, &c.keys);
             self.certified.insert(seqno, c);
         }
         Ok(())
