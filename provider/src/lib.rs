@@ -29,3 +29,6 @@ pub mod transport;
 pub mod gcache;
 pub mod transfer;
 pub mod sim;
+
+#[cfg(test)]
+mod decoders_fuzz;

@@ -23,7 +23,7 @@
 //! only rewrites it.
 
 mod open;
-mod record;
+pub(crate) mod record;
 mod ring;
 mod run;
 

@@ -13,7 +13,7 @@
 //! `handshake`, the one-link-per-peer rule in `peers`.
 
 pub(crate) mod frame;
-mod handshake;
+pub(crate) mod handshake;
 mod link;
 mod listener;
 pub(crate) mod net;
