@@ -291,7 +291,7 @@ pub unsafe extern "C" fn append_key(
         let Some(mut h) = (unsafe { handle_in(ws_handle) }) else { return Status::ConnFail };
         // No key at all is the server-wide (zero-level) key of that kind.
         let parts = if count == 0 { vec![vec![]] } else { unsafe { keys_in(keys, count) } };
-        let s = p.node.append_key(&mut h, &parts, kind);
+        let s = p.node.append_key(&mut h, parts, kind);
         unsafe { handle_out(ws_handle, h) };
         s
     })

@@ -38,12 +38,12 @@ impl Shared {
         }
     }
 
-    pub fn append_key(&self, h: &mut Handle, keys: &[KeyParts], kind: KeyKind) -> Status {
+    pub fn append_key(&self, h: &mut Handle, keys: Vec<KeyParts>, kind: KeyKind) -> Status {
         let trx = self.trx_for_append(h);
-        let limit = self.settings().max_ws_size;
+        let limit = self.max_ws_size();
         let mut t = trx.lock();
         for parts in keys {
-            if let Err(e) = t.builder.append_key(parts.clone(), kind, limit) {
+            if let Err(e) = t.builder.append_key(parts, kind, limit) {
                 return append_error(e);
             }
         }
@@ -52,7 +52,7 @@ impl Shared {
 
     pub fn append_data(&self, h: &mut Handle, bufs: &[&[u8]]) -> Status {
         let trx = self.trx_for_append(h);
-        let limit = self.settings().max_ws_size;
+        let limit = self.max_ws_size();
         let mut t = trx.lock();
         for b in bufs {
             if let Err(e) = t.builder.append_data(b, limit) {

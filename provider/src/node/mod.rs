@@ -356,6 +356,12 @@ impl Shared {
         self.settings.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Read for every appended key and buffer: without cloning the
+    /// settings (their strings cost allocations on a hot path).
+    fn max_ws_size(&self) -> usize {
+        self.settings.read().unwrap_or_else(|e| e.into_inner()).max_ws_size
+    }
+
     fn apply_settings(&self, s: Settings) {
         {
             let mut cert = self.cert.lock().unwrap_or_else(|e| e.into_inner());
