@@ -40,7 +40,7 @@ impl Shared {
 
     pub fn append_key(&self, h: &mut Handle, keys: Vec<KeyParts>, kind: KeyKind) -> Status {
         let trx = self.trx_for_append(h);
-        let limit = self.max_ws_size();
+        let limit = self.setting(|s| s.max_ws_size);
         let mut t = trx.lock();
         for parts in keys {
             if let Err(e) = t.builder.append_key(parts, kind, limit) {
@@ -52,7 +52,7 @@ impl Shared {
 
     pub fn append_data(&self, h: &mut Handle, bufs: &[&[u8]]) -> Status {
         let trx = self.trx_for_append(h);
-        let limit = self.max_ws_size();
+        let limit = self.setting(|s| s.max_ws_size);
         let mut t = trx.lock();
         for b in bufs {
             if let Err(e) = t.builder.append_data(b, limit) {
@@ -239,7 +239,7 @@ impl Shared {
     }
 
     fn commit_rule(&self, local: bool) -> Rule {
-        match self.settings().commit_order {
+        match self.setting(|s| s.commit_order) {
             0 | 1 => Rule::Now,
             2 if local => Rule::Now,
             _ => Rule::InOrder,

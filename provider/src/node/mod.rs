@@ -356,10 +356,10 @@ impl Shared {
         self.settings.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Read for every appended key and buffer: without cloning the
-    /// settings (their strings cost allocations on a hot path).
-    fn max_ws_size(&self) -> usize {
-        self.settings.read().unwrap_or_else(|e| e.into_inner()).max_ws_size
+    /// One setting read in place, for the paths every key and every commit
+    /// takes: `settings()` clones them, strings and all.
+    fn setting<T>(&self, f: impl FnOnce(&Settings) -> T) -> T {
+        f(&self.settings.read().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn apply_settings(&self, s: Settings) {
