@@ -224,6 +224,9 @@ pub(super) struct Driver {
     /// numbered past its removal like the members are) and rejoins once
     /// the current `Ready` is done.
     pub(super) removed_at: Option<u64>,
+    /// A committed entry could not be decoded: nothing after it is
+    /// applied (see `halt`).
+    pub(super) halted: bool,
 }
 
 pub(super) struct DriverConfig {
@@ -294,6 +297,7 @@ impl Driver {
             stale_until: 0,
             applying: 0,
             removed_at: None,
+            halted: false,
         })
     }
 
@@ -616,7 +620,8 @@ impl Driver {
             EntryType::EntryNormal if e.get_data().is_empty() => {} // leader no-op
             EntryType::EntryNormal => self.apply_normal(e.index, e.data),
             EntryType::EntryConfChange => self.apply_conf_change(e.index, e.get_data()),
-            EntryType::EntryConfChangeV2 => log::warning!("ignoring a joint configuration change at index {}", e.index),
+            // Never proposed by lockstep: a peer that speaks another protocol.
+            EntryType::EntryConfChangeV2 => self.halt(e.index, "a joint configuration change"),
         }
     }
 
@@ -631,10 +636,22 @@ impl Driver {
                 self.drop_stale(index, before);
                 self.note_own_deliveries(before);
             }
-            // The same bytes are committed on every member, so every
-            // member skips the entry alike.
-            Err(err) => log::error!("skipping group entry at index {}: {}", index, err),
+            Err(err) => self.halt(index, &err.to_string()),
         }
+    }
+
+    /// A committed entry this member cannot decode stops it: skipping it
+    /// could change what it decides from then on (a membership, a
+    /// writeset's seqno) while the others, which decoded it, go on. The
+    /// node leaves the cluster (see `GroupEvent::Halted`).
+    pub(super) fn halt(&mut self, index: u64, what: &str) {
+        log::error!(
+            "the group entry committed at index {} cannot be read ({}): a member of another lockstep version or corrupt data; this node stops applying and leaves the cluster",
+            index,
+            what
+        );
+        self.halted = true;
+        self.events.push(GroupEvent::Halted { index });
     }
 
     /// Our writesets ordered now get their client's token back, their
@@ -679,7 +696,7 @@ impl Driver {
     fn apply_conf_change(&mut self, index: u64, data: &[u8]) {
         let cc = match ConfChange::parse_from_bytes(data) {
             Ok(cc) => cc,
-            Err(e) => return log::error!("skipping undecodable configuration change at index {}: {}", index, e),
+            Err(e) => return self.halt(index, &format!("configuration change: {}", e)),
         };
         match self.raw.apply_conf_change(&cc) {
             Ok(cs) => self.raw.store().set_conf_state(cs),
@@ -712,7 +729,7 @@ impl Driver {
                 self.fc.retain_members(&ids);
                 self.publish_flow();
             }
-            Err(e) => log::error!("skipping membership change at index {}: {}", index, e),
+            Err(e) => self.halt(index, &format!("membership change: {}", e)),
         }
     }
 
@@ -866,6 +883,7 @@ impl Driver {
         self.state.reform();
         self.gate.restart(None);
         self.quorum = Quorum::default();
+        self.leader_says = None;
         self.restarted.clear();
         self.dropped.clear();
         self.reads_asked.clear();

@@ -332,6 +332,9 @@ impl Driver {
         // incarnation the group has since taken back.
         self.removed_members.clear();
         self.quorum = super::quorum::Quorum::default();
+        // The leader's verdict on our weight was about the incarnation the
+        // group removed (the simulator's member has always reset it).
+        self.leader_says = None;
         self.removed = false;
         self.restarted.clear();
         self.joining = Some(Joining::new(peers));

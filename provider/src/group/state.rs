@@ -134,6 +134,11 @@ pub enum GroupEvent {
     /// This joiner bootstraps the component instead (whole-cluster
     /// recovery): its first view needs no state transfer.
     Bootstrapping,
+    /// The committed entry at this log index cannot be decoded (a peer of
+    /// another version, or corrupt memory): this member delivers nothing
+    /// more, and the node leaves the cluster. Skipping it could make this
+    /// member decide differently from the others.
+    Halted { index: u64 },
 }
 
 #[derive(Debug, Clone, PartialEq)]

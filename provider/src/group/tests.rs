@@ -358,6 +358,21 @@ fn two_voters() -> (Member, Member, View) {
 }
 
 #[test]
+fn a_committed_entry_no_member_can_read_stops_every_member_and_nothing_after_it_is_delivered() {
+    let (a, b, _) = two_voters();
+    // Version 0xEE: what a peer of another protocol could have proposed.
+    a.group.command(Command::Send(vec![0xEE, 1, 2, 3])).unwrap();
+    for m in [&a, &b] {
+        m.until("halted", |e| matches!(e, GroupEvent::Halted { .. }));
+    }
+    a.group.propose(1, |buf| buf.push(1), 1).unwrap();
+    b.group.propose(1, |buf| buf.push(2), 1).unwrap();
+    none_for(&[&a, &b], Duration::from_secs(1), "delivered after a halt", |e| matches!(e, GroupEvent::Ordered { .. } | GroupEvent::View(_)));
+    a.group.stop();
+    b.group.stop();
+}
+
+#[test]
 fn a_survivor_without_quorum_is_non_primary_until_pc_bootstrap_reforms_it_alone() {
     let (a, b, two) = two_voters();
     b.group.stop();

@@ -80,7 +80,19 @@ pub(super) struct NodeDelivery(pub Arc<Shared>);
 impl Delivery for NodeDelivery {
     fn deliver(&mut self, events: &mut Vec<GroupEvent>) {
         for ev in events.drain(..) {
-            self.0.on_event(ev);
+            match ev {
+                // Leaving waits for the group thread, which runs this:
+                // another thread leaves.
+                GroupEvent::Halted { .. } => {
+                    let shared = self.0.clone();
+                    std::thread::Builder::new()
+                        .name("lockstep-halt".into())
+                        .spawn(move || shared.leave_inconsistent())
+                        .map(drop)
+                        .unwrap_or_else(|e| log::error!("cannot start leaving the cluster: {}", e));
+                }
+                ev => self.0.on_event(ev),
+            }
         }
     }
 
@@ -109,6 +121,8 @@ impl Shared {
             GroupEvent::Restored { node, view } => self.on_restored(&node, view),
             GroupEvent::Rejoining => self.on_rejoining(),
             GroupEvent::Bootstrapping => self.status().bootstrapping = true,
+            // NodeDelivery::deliver takes it (leaving needs an Arc).
+            GroupEvent::Halted { .. } => {}
         }
     }
 
