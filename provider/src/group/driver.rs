@@ -21,13 +21,14 @@ use super::liveness::{Liveness, Timeouts};
 use super::proposals::{Failed, Proposals};
 use super::quorum::{Change, Policy, Quorum};
 use super::recovery::{Previous, Recovery};
+use super::io::{Clock, Links};
 use super::FlowGate;
 use super::log::GroupLog;
 use super::membership::{Joining, Leaving};
 use super::state::{GroupEvent, GroupState};
 use crate::gtid::{Seqno, Uuid};
 use crate::log;
-use crate::transport::{Inbound, Transport};
+use crate::transport::Inbound;
 
 /// Receives the group's events in total order, on the group thread. It must
 /// not block for long: Raft heartbeats wait while it runs.
@@ -148,7 +149,8 @@ pub(super) struct Driver {
     pub(super) state: GroupState,
     delivery: Box<dyn Delivery>,
     pub(super) me: MemberInfo,
-    pub(super) net: Arc<Transport>,
+    pub(super) net: Arc<dyn Links>,
+    pub(super) clock: Arc<dyn Clock>,
     pub(super) bootstrap: Option<(Uuid, Seqno)>,
     pub(super) joining: Option<Joining>,
     pub(super) leaving: Option<Leaving>,
@@ -242,18 +244,20 @@ impl Driver {
         cfg: DriverConfig,
         rx: Receiver<Command>,
         delivery: Box<dyn Delivery>,
-        net: Arc<Transport>,
+        net: Arc<dyn Links>,
+        clock: Arc<dyn Clock>,
         counters: Arc<Counters>,
         flow: Arc<FlowGate>,
     ) -> raft::Result<Driver> {
         let id = cfg.me.id.raft_id();
+        let now = clock.now();
         let (voters, bootstrap, joining, last_peers) = match cfg.start {
             Start::Bootstrap { history, position } => (vec![id], Some((history, position)), None, Vec::new()),
-            Start::Join { peers } => (vec![], None, Some(Joining::new(peers.clone())), peers),
+            Start::Join { peers } => (vec![], None, Some(Joining::new(peers.clone(), now)), peers),
         };
         let raw = raft_node(id, voters)?;
-        let now = Instant::now();
         Ok(Driver {
+            clock,
             raw,
             rx,
             state: GroupState::new(cfg.me.id),
@@ -317,17 +321,26 @@ impl Driver {
         self.net.stop();
     }
 
-    /// One loop turn; false once stopped.
+    /// One loop turn: waits for a command until the next tick is due,
+    /// then steps; false once stopped.
     fn turn(&mut self) -> bool {
-        let wait = self.next_tick.saturating_duration_since(Instant::now());
+        let wait = self.next_tick.saturating_duration_since(self.clock.now());
         match self.rx.recv_timeout(wait) {
-            Ok(cmd) => {
-                if !self.handle(cmd) {
-                    return false;
-                }
+            Ok(cmd) => self.step(Some(cmd)),
+            Err(RecvTimeoutError::Timeout) => self.step(None),
+            Err(RecvTimeoutError::Disconnected) => false,
+        }
+    }
+
+    /// Everything the driver does but wait: the command that woke it and
+    /// those queued behind it, the tick if one is due, then Raft's `Ready`
+    /// and what follows from it. False once stopped. Nothing here blocks,
+    /// so a simulation can call it with its own clock.
+    pub(super) fn step(&mut self, first: Option<Command>) -> bool {
+        if let Some(cmd) = first {
+            if !self.handle(cmd) {
+                return false;
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return false,
         }
         for _ in 0..BATCH {
             match self.rx.try_recv() {
@@ -339,7 +352,7 @@ impl Driver {
                 Err(_) => break,
             }
         }
-        if Instant::now() >= self.next_tick {
+        if self.clock.now() >= self.next_tick {
             self.raw.tick();
             self.next_tick += self.tick;
             self.on_tick();
@@ -380,7 +393,7 @@ impl Driver {
             Command::Isolate(on) => self.net.set_isolated(on),
             Command::Flow(signal) => {
                 let me = self.me.id.raft_id();
-                if let Some(sig) = self.fc.local(me, signal, Instant::now()) {
+                if let Some(sig) = self.fc.local(me, signal, self.clock.now()) {
                     self.broadcast_flow(sig);
                 }
                 self.publish_flow();
@@ -393,7 +406,7 @@ impl Driver {
             Command::Reform => self.reform(),
             Command::Policy(p) => self.policy = p,
             Command::Stop => {
-                self.flow.publish(false, false, self.fc.counters(), Instant::now());
+                self.flow.publish(false, false, self.fc.counters(), self.clock.now());
                 return false;
             }
         }
@@ -408,14 +421,14 @@ impl Driver {
         if self.gate_full(token) {
             return;
         }
-        self.proposals.add(token, body, Instant::now());
+        self.proposals.add(token, body, self.clock.now());
         self.pump();
     }
 
     /// Hands Raft what our writesets have ready (see `Proposals::pump`).
     fn pump(&mut self) {
         let raw = &mut self.raw;
-        self.proposals.pump(self.me.id, Instant::now(), |data| raw.propose(vec![], data).is_ok());
+        self.proposals.pump(self.me.id, self.clock.now(), |data| raw.propose(vec![], data).is_ok());
     }
 
     /// A writeset of ours failed: its client hears it, and what of it may
@@ -454,7 +467,7 @@ impl Driver {
             return; // a component being formed orders nothing before it
         }
         let give_up = self.give_up_after();
-        for failed in self.proposals.stalled(Instant::now(), give_up) {
+        for failed in self.proposals.stalled(self.clock.now(), give_up) {
             self.fail(failed);
         }
         self.pump();
@@ -475,7 +488,7 @@ impl Driver {
 
     fn on_net(&mut self, inbound: Inbound) {
         if let Inbound::Frame { from, .. } = &inbound {
-            self.liveness.heard(*from, Instant::now());
+            self.liveness.heard(*from, self.clock.now());
         }
         match inbound {
             Inbound::Frame { kind: KIND_RAFT, payload, from } => match Message::parse_from_bytes(&payload) {
@@ -506,7 +519,7 @@ impl Driver {
                 let signal = if payload.first() == Some(&1) { Signal::Stop } else { Signal::Cont };
                 // Only members may pause the group.
                 if self.state.members().iter().any(|m| m.info.id.raft_id() == from) {
-                    self.fc.on_message(from, signal, Instant::now());
+                    self.fc.on_message(from, signal, self.clock.now());
                     self.publish_flow();
                 }
             }
@@ -518,7 +531,7 @@ impl Driver {
     }
 
     fn on_tick(&mut self) {
-        let now = Instant::now();
+        let now = self.clock.now();
         let (due, keep): (Vec<_>, Vec<_>) = self.departed.drain(..).partition(|(_, at)| *at <= now);
         self.departed = keep;
         for (id, _) in due {
@@ -541,7 +554,7 @@ impl Driver {
         self.publish_weights();
         self.resend();
         self.maybe_fence();
-        if let Some(sig) = self.fc.tick(self.me.id.raft_id(), Instant::now()) {
+        if let Some(sig) = self.fc.tick(self.me.id.raft_id(), self.clock.now()) {
             self.broadcast_flow(sig);
         }
         self.publish_flow();
@@ -557,7 +570,7 @@ impl Driver {
     }
 
     fn publish_flow(&self) {
-        let now = Instant::now();
+        let now = self.clock.now();
         self.flow.publish(self.fc.paused(now), self.fc.requested(), self.fc.counters(), now);
     }
 
@@ -664,7 +677,7 @@ impl Driver {
         for ev in &mut self.events[from..] {
             match ev {
                 GroupEvent::Assembling { origin, token, bytes } if *origin == me => {
-                    self.proposals.progressed(*token, *bytes, Instant::now());
+                    self.proposals.progressed(*token, *bytes, self.clock.now());
                     progressed = true;
                 }
                 GroupEvent::Ordered { origin, token, .. } if *origin == me && *token != 0 => {
@@ -685,7 +698,7 @@ impl Driver {
         self.events.retain(|ev| !matches!(ev, GroupEvent::Fenced { origin, .. } if *origin == me) && !matches!(ev, GroupEvent::Assembling { .. }));
         if let Some(upto) = fenced {
             let give_up = self.give_up_after();
-            for client in self.proposals.fenced(upto, Instant::now(), give_up) {
+            for client in self.proposals.fenced(upto, self.clock.now(), give_up) {
                 self.events.push(GroupEvent::ProposalFailed { token: client });
             }
         }
@@ -775,7 +788,7 @@ impl Driver {
                 wanted.insert(id);
             }
         }
-        let now = Instant::now();
+        let now = self.clock.now();
         for gone in self.peers.difference(&wanted) {
             self.departed.push((*gone, now + FORGET_AFTER));
         }
@@ -836,7 +849,7 @@ impl Driver {
         if !member || self.joining.is_some() || self.leaving.is_some() || self.removed {
             return;
         }
-        let now = Instant::now();
+        let now = self.clock.now();
         let leader = super::quorum::has_leader(self.raw.raft.leader_id, self.me.id.raft_id(), |id| self.liveness.is_recent(id, now))
             && self.weight_allows_leader(now);
         if self.quorum.probe_due(now) {
@@ -897,7 +910,7 @@ impl Driver {
     /// on; then it delivers its whole log and forms the primary component
     /// again, the writesets waiting proposed again there.
     fn lose_primary_or_ignore(&mut self) {
-        let now = Instant::now();
+        let now = self.clock.now();
         let standing = self.side_standing(now);
         let forced = self.policy.forces_primary(standing);
         if !forced && !self.reforms_by_weight() {
@@ -917,7 +930,7 @@ impl Driver {
     /// A non-primary view of this node's side of the partition: itself and
     /// the members it still hears from. It consumes no seqno.
     fn lose_primary(&mut self) {
-        let now = Instant::now();
+        let now = self.clock.now();
         let members: Vec<MemberInfo> = self
             .state
             .members()
@@ -952,15 +965,15 @@ impl Driver {
     /// ordered later; it is sent again (or its client learns it failed).
     fn maybe_fence(&mut self) {
         let Some(upto) = self.proposals.highest_sent() else { return };
-        let now = Instant::now();
+        let now = self.clock.now();
         let stalled = self.proposals.oldest_progress().is_some_and(|at| now.saturating_duration_since(at) >= FENCE_AFTER);
-        if !stalled || self.last_fence.elapsed() < FENCE_AFTER {
+        if !stalled || self.clock.now().saturating_duration_since(self.last_fence) < FENCE_AFTER {
             return;
         }
         if self.state.member(self.me.id).is_none() {
             return;
         }
-        self.last_fence = Instant::now();
+        self.last_fence = self.clock.now();
         log::info!("fencing proposals up to token {} (no progress for {:?}); they will be sent again", upto, FENCE_AFTER);
         let data = Entry::Fence { origin: self.me.id, token: upto }.encode();
         let _ = self.raw.propose(vec![], data);

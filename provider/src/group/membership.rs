@@ -42,8 +42,7 @@ pub(super) struct Joining {
 }
 
 impl Joining {
-    pub fn new(peers: Vec<String>) -> Joining {
-        let now = Instant::now();
+    pub fn new(peers: Vec<String>, now: Instant) -> Joining {
         Joining { peers, next_try: now, reached: false, warned: false, started: now, linked: Vec::new() }
     }
 }
@@ -58,12 +57,13 @@ impl Driver {
     /// Contacts the addresses of `wsrep_cluster_address` until a member
     /// answers (its `PeerUp` triggers the join request).
     pub(super) fn joining_tick(&mut self) {
+        let now = self.clock.now();
         let Some(j) = self.joining.as_mut() else { return };
-        if Instant::now() < j.next_try {
+        if now < j.next_try {
             return;
         }
-        j.next_try = Instant::now() + JOIN_RETRY;
-        if !j.reached && !j.warned && j.started.elapsed() > Duration::from_secs(10) {
+        j.next_try = now + JOIN_RETRY;
+        if !j.reached && !j.warned && now.saturating_duration_since(j.started) > Duration::from_secs(10) {
             j.warned = true;
             log::warning!("no member of the cluster answers at {} yet; still trying", j.peers.join(","));
         }
@@ -196,7 +196,7 @@ impl Driver {
     }
 
     pub(super) fn start_leaving(&mut self, reply: Sender<()>) {
-        let now = Instant::now();
+        let now = self.clock.now();
         self.leaving = Some(Leaving { reply, deadline: now + LEAVE_WAIT, next_step: now });
         self.leaving_tick();
     }
@@ -208,8 +208,8 @@ impl Driver {
         let Some(l) = self.leaving.as_ref() else { return };
         let alone = self.state.members().len() <= 1;
         let out = self.removed || self.state.member(self.me.id).is_none();
-        if out || alone || Instant::now() >= l.deadline {
-            if Instant::now() >= l.deadline {
+        if out || alone || self.clock.now() >= l.deadline {
+            if self.clock.now() >= l.deadline {
                 log::info!("leaving without the group's acknowledgement after {:?}", LEAVE_WAIT);
             }
             let l = self.leaving.take().expect("checked above");
@@ -217,10 +217,10 @@ impl Driver {
             let _ = l.reply.send(());
             return;
         }
-        if Instant::now() < l.next_step {
+        if self.clock.now() < l.next_step {
             return;
         }
-        self.leaving.as_mut().expect("checked above").next_step = Instant::now() + LEAVE_RETRY;
+        self.leaving.as_mut().expect("checked above").next_step = self.clock.now() + LEAVE_RETRY;
         let other_voter = self.state.members().iter().find(|m| m.voter && m.info.id != self.me.id).map(|m| m.info.id.raft_id());
         if self.raw.raft.state == StateRole::Leader && other_voter.is_some() {
             self.raw.transfer_leader(other_voter.expect("checked"));
@@ -234,7 +234,7 @@ impl Driver {
     /// The leader removes the member silent the longest once it is past
     /// the eviction timeout (see `liveness`), one conf change at a time.
     pub(super) fn evict_silent(&mut self) {
-        let now = Instant::now();
+        let now = self.clock.now();
         let leader = self.raw.raft.state == StateRole::Leader;
         if leader && !self.was_leader {
             self.liveness.restart(now);
@@ -337,7 +337,7 @@ impl Driver {
         self.leader_says = None;
         self.removed = false;
         self.restarted.clear();
-        self.joining = Some(Joining::new(peers));
+        self.joining = Some(Joining::new(peers, self.clock.now()));
         self.stale_until = 0;
         self.applying = 0;
         self.events.push(super::state::GroupEvent::Rejoining);

@@ -9,6 +9,7 @@
 
 mod driver;
 pub mod entry;
+pub mod io;
 pub mod flow_control;
 pub mod liveness;
 mod log;
@@ -218,7 +219,7 @@ impl Group {
         let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts, previous: cfg.previous };
         let flow = Arc::new(FlowGate::default());
         flow.reset(Instant::now());
-        let driver = Driver::new(driver_cfg, rx, delivery, net.clone(), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
+        let driver = Driver::new(driver_cfg, rx, delivery, net.clone(), Arc::new(io::SystemClock), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
         let forward = {
             let (tx, counters) = (tx.clone(), counters.clone());
             spawn("lockstep-net-in", move || forward_inbound(inbox, tx, counters))?

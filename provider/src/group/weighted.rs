@@ -94,7 +94,7 @@ impl Driver {
             return;
         }
         if from == self.raw.raft.leader_id && n.term == self.raw.raft.term {
-            self.leader_says = Some((from, n.primary, Instant::now()));
+            self.leader_says = Some((from, n.primary, self.clock.now()));
         }
         self.open_gate(n.index);
     }

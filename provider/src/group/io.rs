@@ -1,0 +1,61 @@
+//! The group driver's edges: the network it talks through and the clock
+//! it reads. In mariadbd they are the real transport and the system clock;
+//! a simulation gives its own, so that the driver's rules run unchanged
+//! under a seeded network and time.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use crate::transport::{PeerId, Transport};
+
+/// What the driver asks of the network (see `Transport` for each).
+pub trait Links: Send + Sync {
+    /// Queues a frame to a member; false when it cannot be sent.
+    fn send(&self, to: PeerId, kind: u8, payload: Bytes) -> bool;
+    /// Keep a link to this member, which listens at `addr`.
+    fn set_peer(&self, id: PeerId, addr: &str);
+    /// Drop the link to a member that left.
+    fn forget(&self, id: PeerId);
+    /// Contact an address of `wsrep_cluster_address` (its identity comes
+    /// back as `Inbound::PeerUp`).
+    fn connect_addr(&self, addr: &str);
+    /// `gmcast.isolate`: cut every link.
+    fn set_isolated(&self, on: bool);
+    fn stop(&self);
+}
+
+impl Links for Transport {
+    fn send(&self, to: PeerId, kind: u8, payload: Bytes) -> bool {
+        Transport::send(self, to, kind, payload)
+    }
+    fn set_peer(&self, id: PeerId, addr: &str) {
+        Transport::set_peer(self, id, addr)
+    }
+    fn forget(&self, id: PeerId) {
+        Transport::forget(self, id)
+    }
+    fn connect_addr(&self, addr: &str) {
+        Transport::connect_addr(self, addr)
+    }
+    fn set_isolated(&self, on: bool) {
+        Transport::set_isolated(self, on)
+    }
+    fn stop(&self) {
+        Transport::stop(self)
+    }
+}
+
+/// The time the driver's timeouts and leases are measured in.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Instant;
+}
+
+/// The system's monotonic clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
