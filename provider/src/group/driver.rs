@@ -39,7 +39,7 @@ pub trait Delivery: Send + 'static {
     fn snapshot(&mut self) -> Vec<u8>;
 }
 
-pub(super) enum Command {
+pub(crate) enum Command {
     /// A writeset to order; `token` comes back with its delivery (0:
     /// nobody waits for it).
     Propose { token: u64, body: Bytes },
@@ -119,7 +119,8 @@ const LOG_KEEP: u64 = 16;
 /// leader: fence it so the client learns its fate.
 const FENCE_AFTER: Duration = Duration::from_secs(2);
 
-pub(super) struct Counters {
+#[derive(Default)]
+pub(crate) struct Counters {
     /// Local proposals not yet delivered or failed (`wsrep_local_send_queue`).
     pub send_queue: AtomicU64,
     pub stopped: AtomicBool,
@@ -138,18 +139,21 @@ impl Counters {
     }
 }
 
-pub(super) enum Start {
+pub(crate) enum Start {
     Bootstrap { history: Uuid, position: Seqno },
     Join { peers: Vec<String> },
 }
 
-pub(super) struct Driver {
+pub(crate) struct Driver {
     pub(super) raw: RawNode<GroupLog>,
     rx: Receiver<Command>,
     pub(super) state: GroupState,
     delivery: Box<dyn Delivery>,
     pub(super) me: MemberInfo,
     pub(super) net: Arc<dyn Links>,
+    /// What every Raft node of this member starts from (a bootstrap, a
+    /// rejoin, a reform).
+    pub(super) raft_config: raft::Config,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) bootstrap: Option<(Uuid, Seqno)>,
     pub(super) joining: Option<Joining>,
@@ -231,12 +235,15 @@ pub(super) struct Driver {
     pub(super) halted: bool,
 }
 
-pub(super) struct DriverConfig {
+pub(crate) struct DriverConfig {
     pub me: MemberInfo,
     pub start: Start,
     pub tick: Duration,
     pub timeouts: Timeouts,
     pub previous: Option<Previous>,
+    /// The Raft settings every Raft node of this member starts from
+    /// (`raft_config`; a simulation pins the election timeout).
+    pub raft: raft::Config,
 }
 
 impl Driver {
@@ -255,8 +262,9 @@ impl Driver {
             Start::Bootstrap { history, position } => (vec![id], Some((history, position)), None, Vec::new()),
             Start::Join { peers } => (vec![], None, Some(Joining::new(peers.clone(), now)), peers),
         };
-        let raw = raft_node(id, voters)?;
+        let raw = raft_node_with(&cfg.raft, voters)?;
         Ok(Driver {
+            raft_config: cfg.raft.clone(),
             clock,
             raw,
             rx,
@@ -305,11 +313,34 @@ impl Driver {
         })
     }
 
-    pub fn run(mut self) {
+    /// For the simulator's checks: the group state, the Raft node, and
+    /// whether this member is in a primary component as its server would
+    /// be told.
+    pub(crate) fn group_state(&self) -> &GroupState {
+        &self.state
+    }
+
+    pub(crate) fn raft(&self) -> &RawNode<GroupLog> {
+        &self.raw
+    }
+
+    pub(crate) fn is_primary_member(&self) -> bool {
+        self.joining.is_none() && self.state.member(self.me.id).is_some() && self.quorum.is_primary() && self.state.is_primary()
+    }
+
+    pub(crate) fn is_joining(&self) -> bool {
+        self.joining.is_some()
+    }
+
+    /// A bootstrapping member campaigns at once: a sole voter wins.
+    pub(crate) fn campaign_if_bootstrapping(&mut self) {
         if self.bootstrap.is_some() {
-            // A sole voter wins its election at once.
             let _ = self.raw.campaign();
         }
+    }
+
+    pub fn run(mut self) {
+        self.campaign_if_bootstrapping();
         // A panic here is a bug; it must not take mariadbd down, and the
         // operator must learn why this node stopped replicating.
         let turns = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| while self.turn() {}));
@@ -336,7 +367,7 @@ impl Driver {
     /// those queued behind it, the tick if one is due, then Raft's `Ready`
     /// and what follows from it. False once stopped. Nothing here blocks,
     /// so a simulation can call it with its own clock.
-    pub(super) fn step(&mut self, first: Option<Command>) -> bool {
+    pub(crate) fn step(&mut self, first: Option<Command>) -> bool {
         if let Some(cmd) = first {
             if !self.handle(cmd) {
                 return false;
@@ -876,11 +907,10 @@ impl Driver {
         if self.quorum.is_primary() || self.state.member(self.me.id).is_none() {
             return log::warning!("pc.bootstrap ignored: this node is not in a non-primary component");
         }
-        let id = self.me.id.raft_id();
         // The new log numbers on from everything this member holds of the
         // old one (see GroupLog::continuing).
         let (last, term) = (self.raw.raft.raft_log.last_index(), self.raw.raft.term);
-        match raft_node_continuing(&raft_config(id), last.max(self.applying), term) {
+        match raft_node_continuing(&self.raft_config, last.max(self.applying), term) {
             Ok(raw) => self.raw = raw,
             Err(e) => return log::error!("pc.bootstrap: cannot start a new raft group: {}", e),
         }
@@ -1035,12 +1065,6 @@ impl Driver {
             self.events.clear();
         }
     }
-}
-
-/// A Raft node with these voters (a bootstrapping member: itself; a
-/// joiner: none, it learns them from the leader).
-pub(super) fn raft_node(id: u64, voters: Vec<u64>) -> raft::Result<RawNode<GroupLog>> {
-    raft_node_with(&raft_config(id), voters)
 }
 
 /// The Raft settings of every member (the simulator starts from them).

@@ -161,7 +161,7 @@ impl Driver {
         let me = r.me().clone();
         self.recovery = None;
         let id = self.me.id.raft_id();
-        match super::driver::raft_node(id, vec![id]) {
+        match super::driver::raft_node_with(&self.raft_config, vec![id]) {
             Ok(raw) => self.raw = raw,
             Err(e) => return log::error!("cannot start the raft node to recover the component: {}", e),
         }
@@ -317,8 +317,7 @@ impl Driver {
         let me = self.me.id;
         let peers: Vec<String> = self.state.members().iter().filter(|m| m.info.id != me && !m.info.address.is_empty()).map(|m| m.info.address.clone()).collect();
         let peers = if peers.is_empty() { self.last_peers.clone() } else { peers };
-        let id = me.raft_id();
-        match super::driver::raft_node(id, vec![]) {
+        match super::driver::raft_node_with(&self.raft_config, vec![]) {
             Ok(raw) => self.raw = raw,
             Err(e) => return log::error!("cannot restart the raft node to rejoin: {}", e),
         }

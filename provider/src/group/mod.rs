@@ -26,7 +26,7 @@ pub mod snapshot_watch;
 pub mod state;
 pub mod step;
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU8, Ordering as AtomicOrdering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -39,7 +39,7 @@ pub use log::GroupLog;
 pub use entry::{IstRequest, MemberInfo, Transition};
 pub use state::{DonorError, GroupEvent, GroupState, MemberState, View};
 
-use driver::{Command, Counters, Driver, DriverConfig, Start};
+pub(crate) use driver::{Command, Counters, Driver, DriverConfig, Start};
 pub use flow_control::Signal;
 use entry::Entry;
 
@@ -111,7 +111,7 @@ pub struct Group {
 /// Flow control as replicating threads see it: the driver opens and
 /// closes it, `certify` and TOI wait at it.
 #[derive(Default)]
-pub(super) struct FlowGate {
+pub(crate) struct FlowGate {
     state: Mutex<FlowState>,
     cv: std::sync::Condvar,
 }
@@ -160,6 +160,11 @@ impl FlowGate {
         if !paused {
             self.cv.notify_all();
         }
+    }
+
+    /// Whether writers must wait now (the simulator's clients do not).
+    pub(crate) fn is_paused(&self) -> bool {
+        self.lock().paused
     }
 
     /// Waits while the group is paused. Bounded: a pause lasts at most a
@@ -211,12 +216,13 @@ impl Group {
             me.address = net.local_addr().to_string();
         }
         let (tx, rx) = channel();
-        let counters = Arc::new(Counters { send_queue: AtomicU64::new(0), stopped: Default::default(), cluster_weight: AtomicU64::new(0), own_weight: AtomicU64::new(0) });
+        let counters = Arc::new(Counters::default());
         let start = match cfg.mode {
             Mode::Bootstrap { history, position } => Start::Bootstrap { history, position },
             Mode::Join { peers } => Start::Join { peers },
         };
-        let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts, previous: cfg.previous };
+        let raft = raft_config(me.id.raft_id());
+        let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts, previous: cfg.previous, raft };
         let flow = Arc::new(FlowGate::default());
         flow.reset(Instant::now());
         let driver = Driver::new(driver_cfg, rx, delivery, net.clone(), Arc::new(io::SystemClock), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;

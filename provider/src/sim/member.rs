@@ -355,6 +355,8 @@ impl Member {
                     self.fc.on_message(from, signal, now);
                 }
             }
+            // The production driver's (see `driven`); never sent here.
+            Msg::Frame { .. } | Msg::Contact | Msg::Up => {}
         }
         self.on_ready();
     }
@@ -677,5 +679,59 @@ impl Member {
         self.quorum = Quorum::default();
         self.leader_says = None;
         let _ = self.raw.campaign();
+    }
+}
+
+impl super::SimMember for Member {
+    fn create(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, weight: u32, _now: Instant) -> Member {
+        Member::new(index, election_tick, apply_rate, bootstrap, weight)
+    }
+    fn tick(&mut self, now: Instant, now_ms: u64) {
+        Member::tick(self, now, now_ms)
+    }
+    fn receive(&mut self, from: u64, msg: Msg, now: Instant) {
+        Member::receive(self, from, msg, now)
+    }
+    fn propose(&mut self, token: u64, ws: &WriteSet, piece: usize, now: Instant) -> bool {
+        Member::propose(self, token, ws, piece, now)
+    }
+    fn fence(&mut self, token: u64) {
+        Member::fence(self, token)
+    }
+    fn is_primary(&self) -> bool {
+        Member::is_primary(self)
+    }
+    fn is_leader(&self) -> bool {
+        Member::is_leader(self)
+    }
+    fn position(&self) -> Seqno {
+        Member::position(self)
+    }
+    fn id(&self) -> Uuid {
+        self.info.id
+    }
+    fn weight(&self) -> u32 {
+        Member::weight(self)
+    }
+    fn election_tick(&self) -> usize {
+        Member::election_tick(self)
+    }
+    fn take_outbox(&mut self) -> Vec<(u64, Msg)> {
+        std::mem::take(&mut self.outbox)
+    }
+    fn take_notes(&mut self) -> Result<Vec<Note>, String> {
+        Ok(std::mem::take(&mut self.notes))
+    }
+    fn backlog(&self) -> usize {
+        self.backlog
+    }
+    fn state(&self) -> &GroupState {
+        &self.state
+    }
+    fn raft(&self) -> &RawNode<GroupLog> {
+        &self.raw
+    }
+    fn joining(&self) -> bool {
+        self.joining
     }
 }

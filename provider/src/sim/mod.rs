@@ -15,6 +15,7 @@
 //! --test simulation -- --nocapture`).
 
 mod check;
+mod driven;
 mod member;
 mod network;
 mod rng;
@@ -24,12 +25,44 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use raft::RawNode;
+
+use crate::group::{GroupLog, GroupState};
 use crate::gtid::{Seqno, Uuid};
 use crate::writeset::{flags, Key, KeyKind, WriteSet};
 use check::Checker;
+use driven::Driven;
 use member::{at, Member, Note};
-use network::{Envelope, Network};
+use network::{Envelope, Msg, Network};
 use rng::Rng;
+
+/// What the simulation asks of a member: `member::Member`, the copy of
+/// the driver's rules it started with, or `driven::Driven`, the production
+/// driver with a simulated network and clock.
+trait SimMember: Sized {
+    fn create(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, weight: u32, now: Instant) -> Self;
+    fn tick(&mut self, now: Instant, now_ms: u64);
+    fn receive(&mut self, from: u64, msg: Msg, now: Instant);
+    /// A client's writeset (in pieces of `piece` bytes where the member
+    /// chooses them); false when it cannot be proposed now.
+    fn propose(&mut self, token: u64, ws: &WriteSet, piece: usize, now: Instant) -> bool;
+    /// The client of `token` gave up.
+    fn fence(&mut self, token: u64);
+    fn is_primary(&self) -> bool;
+    fn is_leader(&self) -> bool;
+    /// The last seqno certified.
+    fn position(&self) -> Seqno;
+    fn id(&self) -> Uuid;
+    fn weight(&self) -> u32;
+    fn election_tick(&self) -> usize;
+    /// Messages to send: (raft id, 0 for every other member; message).
+    fn take_outbox(&mut self) -> Vec<(u64, Msg)>;
+    fn take_notes(&mut self) -> Result<Vec<Note>, String>;
+    fn backlog(&self) -> usize;
+    fn state(&self) -> &GroupState;
+    fn raft(&self) -> &RawNode<GroupLog>;
+    fn joining(&self) -> bool;
+}
 
 /// Raft's tick, as the driver's (elections take 10-20 ticks).
 const TICK_MS: u64 = 50;
@@ -71,11 +104,14 @@ enum Fault {
     Crash,
 }
 
-struct Sim {
+struct Sim<M: SimMember> {
     rng: Rng,
     base: Instant,
     now: u64,
-    members: Vec<Member>,
+    members: Vec<M>,
+    /// Whether faults are injected (the driven members' run has none
+    /// yet: it grows towards the copy's).
+    inject_faults: bool,
     /// Per member: frozen until (ms), crashed.
     frozen_until: Vec<u64>,
     crashed: Vec<bool>,
@@ -91,7 +127,21 @@ struct Sim {
 
 /// Runs the simulation of `seed`; `trace` prints the schedule.
 pub fn run(seed: u64, trace: bool) -> Result<Summary, String> {
-    let mut sim = Sim::new(seed, trace);
+    simulate(Sim::<Member>::new(seed, trace, true))
+}
+
+/// Runs `seed` with members that run the production group driver
+/// (`driven`): for now without faults, the cluster forming, joining and
+/// ordering a conflicting load.
+pub fn run_driven(seed: u64, trace: bool) -> Result<Summary, String> {
+    if !trace {
+        // The driver's log lines, thousands per run, say nothing here.
+        crate::log::set_sink(Some(std::sync::Arc::new(|_, _| {})));
+    }
+    simulate(Sim::<Driven>::new(seed, trace, std::env::var_os("LOCKSTEP_SIM_DRIVEN_FAULTS").is_some()))
+}
+
+fn simulate<M: SimMember>(mut sim: Sim<M>) -> Result<Summary, String> {
     let stuck = sim.run().map_err(|e| format!("at {} ms: {}", sim.now, e))?;
     Ok(Summary {
         stuck,
@@ -109,7 +159,7 @@ pub fn run(seed: u64, trace: bool) -> Result<Summary, String> {
 /// with the same fixed timeout that start campaigning on the same tick
 /// split the vote again on every term, which real raft-rs's random
 /// timeouts never keep doing.
-fn distinct_election(rng: &mut Rng, members: &[Member]) -> usize {
+fn distinct_election<M: SimMember>(rng: &mut Rng, members: &[M]) -> usize {
     assert!(members.len() < 10, "more members than distinct election timeouts");
     loop {
         let election = 10 + rng.below(10) as usize;
@@ -121,40 +171,43 @@ fn distinct_election(rng: &mut Rng, members: &[Member]) -> usize {
 
 /// With LOCKSTEP_SIM_DEBUG set, a liveness finding prints the member's
 /// Raft state (and the leader's view of it), to see where it is stuck.
-fn debug_state(index: usize, m: &Member, leader: Option<&Member>) {
+fn debug_state<M: SimMember>(index: usize, m: &M, leader: Option<&M>) {
     if std::env::var_os("LOCKSTEP_SIM_DEBUG").is_none() {
         return;
     }
-    let r = &m.raw.raft;
+    let r = &m.raft().raft;
     eprintln!(
         "node{}: term {} {:?}, leader {:x}, commit {} of {}, joining {}, primary {}",
-        index + 1, r.term, r.state, r.leader_id, r.raft_log.committed, r.raft_log.last_index(), m.joining, m.is_primary()
+        index + 1, r.term, r.state, r.leader_id, r.raft_log.committed, r.raft_log.last_index(), m.joining(), m.is_primary()
     );
     if let Some(l) = leader {
-        eprintln!("  the leader's progress for it: {:?}; the leader assembles {} bytes, snapshot at {} wanted {}, first index {}", l.raw.raft.prs().get(r.id), l.state.assembling_bytes(), l.raw.store().snapshot_index(), l.raw.store().snapshot_wanted(), l.raw.raft.raft_log.first_index());
-        for (origin, token, bytes) in l.state.assembling() {
-            eprintln!("  assembling {} bytes of token {} from {} (a member: {})", bytes, token, origin, l.state.member(origin).is_some());
+        let lr = l.raft();
+        eprintln!("  the leader's progress for it: {:?}; the leader assembles {} bytes, snapshot at {} wanted {}, first index {}", lr.raft.prs().get(r.id), l.state().assembling_bytes(), lr.store().snapshot_index(), lr.store().snapshot_wanted(), lr.raft.raft_log.first_index());
+        for (origin, token, bytes) in l.state().assembling() {
+            eprintln!("  assembling {} bytes of token {} from {} (a member: {})", bytes, token, origin, l.state().member(origin).is_some());
         }
     }
 }
 
-impl Sim {
-    fn new(seed: u64, trace: bool) -> Sim {
+impl<M: SimMember> Sim<M> {
+    fn new(seed: u64, trace: bool, inject_faults: bool) -> Sim<M> {
         let mut rng = Rng::new(seed);
         let n = if rng.chance(50) { 3 } else { 5 };
         let net = Network::new(rng.below(3), (1, rng.between(2, 40)));
         // Half the runs weigh members differently (pc.weight 1-3).
         let weighted = rng.chance(50);
-        let mut members = Vec::new();
+        let base = Instant::now();
+        let mut members: Vec<M> = Vec::new();
         for i in 0..n {
             let election = distinct_election(&mut rng, &members);
             let rate = if rng.chance(20) { 1 } else { rng.between(2, 8) as usize };
             let weight = if weighted { rng.between(1, 3) as u32 } else { 1 };
-            members.push(Member::new(i, election, rate, i == 0, weight));
+            members.push(M::create(i, election, rate, i == 0, weight, base));
         }
         let mut sim = Sim {
             rng,
-            base: Instant::now(),
+            base,
+            inject_faults,
             now: 0,
             frozen_until: vec![0; n],
             crashed: vec![false; n],
@@ -179,7 +232,7 @@ impl Sim {
         let mut heal_at = 0;
         let mut fault = Fault::None;
         while self.now < RUN_MS + SETTLE_MS {
-            if self.now < RUN_MS && self.now >= next_fault && fault == Fault::None {
+            if self.inject_faults && self.now < RUN_MS && self.now >= next_fault && fault == Fault::None {
                 let (f, lasts) = self.inject();
                 fault = f;
                 heal_at = self.now + lasts;
@@ -232,7 +285,7 @@ impl Sim {
 
     /// Sends what member `i` queued and checks what it reported.
     fn flush(&mut self, i: usize) -> Result<(), String> {
-        let out = std::mem::take(&mut self.members[i].outbox);
+        let out = self.members[i].take_outbox();
         for (to, msg) in out {
             let targets: Vec<usize> = if to == 0 {
                 (0..self.members.len()).filter(|j| *j != i).collect()
@@ -244,11 +297,10 @@ impl Sim {
                 self.net.send(&mut self.rng, self.now, Envelope { from: i, to: j, msg: msg.clone() }, held)?;
             }
         }
-        let notes = std::mem::take(&mut self.members[i].notes);
-        for note in notes {
+        for note in self.members[i].take_notes()? {
             self.on_note(i, note)?;
         }
-        let backlog = self.members[i].backlog;
+        let backlog = self.members[i].backlog();
         if backlog > member::FC_UPPER + 4 * 256 {
             return Err(format!("node{}'s backlog {} is past what flow control bounds", i + 1, backlog));
         }
@@ -257,7 +309,7 @@ impl Sim {
 
     fn on_note(&mut self, i: usize, note: Note) -> Result<(), String> {
         match &note {
-            Note::Ordered { seqno, origin, token, pass, .. } if *origin == self.members[i].info.id => {
+            Note::Ordered { seqno, origin, token, pass, .. } if *origin == self.members[i].id() => {
                 if self.waiting[i].remove(token).is_some() && *pass {
                     self.check.ack(*seqno, *origin, *token);
                 }
@@ -321,7 +373,7 @@ impl Sim {
             .map(|r| Key { kind: kinds[self.rng.below(4) as usize], parts: vec![b"db".to_vec(), b"t".to_vec(), r.to_string().into_bytes()] })
             .collect();
         let m = &self.members[i];
-        WriteSet::new(flags::TRX_START | flags::TRX_END, m.info.id, token, i as u64, m.position(), keys, Bytes::new())
+        WriteSet::new(flags::TRX_START | flags::TRX_END, m.id(), token, i as u64, m.position(), keys, Bytes::new())
     }
 
     /// Starts a fault; how long it lasts. At most one at a time, and never
@@ -376,7 +428,8 @@ impl Sim {
                 let i = self.members.len();
                 let election = distinct_election(&mut self.rng, &self.members);
                 let weight = self.members[self.crashed.iter().position(|c| *c).unwrap_or(0)].weight();
-                self.members.push(Member::new(i, election, self.rng.between(2, 8) as usize, false, weight));
+                let now = at(self.base, self.now);
+                self.members.push(M::create(i, election, self.rng.between(2, 8) as usize, false, weight, now));
                 self.frozen_until.push(0);
                 self.crashed.push(false);
                 self.waiting.push(HashMap::new());
@@ -432,11 +485,11 @@ impl Sim {
         };
         let top = self.members[leader].position();
         self.check.durable(&[(leader, top)])?;
-        let view: Vec<Uuid> = self.members[leader].state.members().iter().map(|m| m.info.id).collect();
+        let view: Vec<Uuid> = self.members[leader].state().members().iter().map(|m| m.info.id).collect();
         let mut stuck = Vec::new();
         for i in survivors {
             let m = &self.members[i];
-            if !view.contains(&m.info.id) {
+            if !view.contains(&m.id()) {
                 stuck.push(format!("node{} is up but not in the final view", i + 1));
             } else if !m.is_primary() || m.position() != top {
                 stuck.push(format!("node{} is at {} (primary: {}), the leader at {}", i + 1, m.position(), m.is_primary(), top));

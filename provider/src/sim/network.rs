@@ -28,6 +28,13 @@ pub enum Msg {
     Probe,
     /// The leader's weighted commit index and verdict (KIND_COMMIT).
     Commit(CommitNotice),
+    /// A frame of the production driver (`driven`): kind and payload as
+    /// the transport carries them.
+    Frame { kind: u8, payload: bytes::Bytes },
+    /// The transport's handshake: `connect_addr` reached a member, which
+    /// answers `Up`; both ends then hear `PeerUp`.
+    Contact,
+    Up,
 }
 
 pub struct Envelope {

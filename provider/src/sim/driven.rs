@@ -1,0 +1,352 @@
+//! A simulated member that runs the production group driver
+//! (`group::Driver`, the code mariadbd runs): the simulation gives it its
+//! network (`SimLinks`) and clock (`SimClock`), and a small node layer
+//! (`SimNode`) takes its deliveries as the provider's node layer does:
+//! certification, the checker's notes, appliers that take a few writesets
+//! per tick, flow control past a backlog, and the member-state transitions
+//! a joined node reports. `member.rs`, the copy of the driver's rules the
+//! simulator started with, goes as this member covers what it covers.
+
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use raft::{RawNode, StateRole};
+
+use super::member::{raft_id, uuid, Note, HISTORY};
+use super::network::Msg;
+use super::SimMember;
+use crate::cert::{Certification, Verdict};
+use crate::group::entry::{Entry, MemberInfo, Transition};
+use crate::group::io::{Clock, Links};
+use crate::group::liveness::Timeouts;
+use crate::group::quorum::Policy;
+use crate::group::{self, Command, Counters, Delivery, Driver, DriverConfig, FlowGate, GroupEvent, GroupLog, GroupState, MemberState, Signal, Start};
+use crate::gtid::{Seqno, Uuid, SEQNO_UNDEFINED};
+use crate::transport::{Inbound, PeerId};
+use crate::writeset::WriteSet;
+
+/// The simulated appliers' flow-control limits (as `member.rs`).
+const FC_UPPER: usize = super::member::FC_UPPER;
+const FC_LOWER: usize = 8;
+
+/// Frames the driver sent and addresses it contacted, for the
+/// simulation's network to carry.
+#[derive(Default)]
+struct SimLinks {
+    out: Mutex<Vec<(u64, Msg)>>,
+}
+
+impl SimLinks {
+    fn push(&self, to: u64, msg: Msg) {
+        self.out.lock().unwrap_or_else(|e| e.into_inner()).push((to, msg));
+    }
+}
+
+impl Links for SimLinks {
+    fn send(&self, to: PeerId, kind: u8, payload: Bytes) -> bool {
+        self.push(to, Msg::Frame { kind, payload });
+        true
+    }
+    // Every member can reach every other unless a partition separates
+    // them: there are no links to keep or drop.
+    fn set_peer(&self, _: PeerId, _: &str) {}
+    fn forget(&self, _: PeerId) {}
+    fn connect_addr(&self, addr: &str) {
+        if let Some(index) = addr.strip_prefix("sim:").and_then(|i| i.parse::<usize>().ok()) {
+            self.push(raft_id(index), Msg::Contact);
+        }
+    }
+    fn set_isolated(&self, _: bool) {}
+    fn stop(&self) {}
+}
+
+/// The simulation's time, set before every step.
+struct SimClock(Mutex<Instant>);
+
+impl SimClock {
+    fn set(&self, now: Instant) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = now;
+    }
+}
+
+impl Clock for SimClock {
+    fn now(&self) -> Instant {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The node layer's part, as `node::delivery` plays it for the server.
+struct SimNode {
+    me: Uuid,
+    cert: Certification,
+    notes: Vec<Note>,
+    /// Delivered writesets the simulated appliers have yet to apply.
+    backlog: usize,
+    /// In a primary view that lists this member (the node's `in_view`):
+    /// before, a joiner's deliveries only feed its certification.
+    in_view: bool,
+    own_state: Option<MemberState>,
+    /// A committed entry could not be read (never expected here).
+    halted: Option<u64>,
+}
+
+impl SimNode {
+    fn on_event(&mut self, ev: GroupEvent) {
+        match ev {
+            GroupEvent::Ordered { seqno, origin, token, payload } => {
+                // The token on the wire is the driver's own (its origin
+                // gets the client's back); the simulation's clients put
+                // theirs in the trx id, the same on every member.
+                let (pass, token) = match WriteSet::decode(payload.clone()) {
+                    Ok(ws) => (matches!(self.cert.certify(&ws, seqno), Verdict::Pass { .. }), ws.trx_id),
+                    Err(_) => {
+                        self.cert.skip(seqno);
+                        (false, token)
+                    }
+                };
+                if self.in_view {
+                    self.backlog += 1;
+                }
+                self.notes.push(Note::Ordered { seqno, origin, token, ws: payload, pass });
+            }
+            GroupEvent::View(v) if v.primary => {
+                self.cert.skip(v.seqno);
+                self.in_view = v.my_idx >= 0;
+                self.notes.push(Note::View { seqno: v.seqno, conf_id: v.conf_id, members: v.members.iter().map(|m| m.id).collect() });
+            }
+            GroupEvent::View(_) => {
+                self.in_view = false;
+                self.notes.push(Note::NonPrimary);
+            }
+            GroupEvent::MemberState { member, state, .. } if member == self.me => self.own_state = Some(state),
+            GroupEvent::Restored { node, view } => {
+                self.cert.restore(&node).expect("a snapshot's certification index restores");
+                self.in_view = view.my_idx >= 0;
+                self.notes.push(Note::Restored { seqno: view.seqno });
+            }
+            GroupEvent::Rejoining => {
+                self.cert.reset(SEQNO_UNDEFINED);
+                self.in_view = false;
+                self.own_state = None;
+                self.notes.push(Note::Rejoining);
+            }
+            GroupEvent::Halted { index } => self.halted = Some(index),
+            _ => {}
+        }
+    }
+}
+
+struct NodeDelivery(Arc<Mutex<SimNode>>);
+
+impl Delivery for NodeDelivery {
+    fn deliver(&mut self, events: &mut Vec<GroupEvent>) {
+        let mut node = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for ev in events.drain(..) {
+            node.on_event(ev);
+        }
+    }
+
+    fn snapshot(&mut self) -> Vec<u8> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).cert.encode()
+    }
+}
+
+pub struct Driven {
+    index: usize,
+    info: MemberInfo,
+    driver: Driver,
+    tx: Sender<Command>,
+    links: Arc<SimLinks>,
+    clock: Arc<SimClock>,
+    node: Arc<Mutex<SimNode>>,
+    flow: Arc<FlowGate>,
+    weight: u32,
+    election_tick: usize,
+    apply_rate: usize,
+    /// Flow control as this node last asked for it.
+    stop_requested: bool,
+}
+
+impl Driven {
+    fn node(&self) -> std::sync::MutexGuard<'_, SimNode> {
+        self.node.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn step(&mut self, now: Instant, cmd: Option<Command>) {
+        self.clock.set(now);
+        let running = self.driver.step(cmd);
+        assert!(running, "node{}'s driver stopped", self.index + 1);
+    }
+
+    fn command(&self, cmd: Command) {
+        self.tx.send(cmd).expect("the driver owns the receiver");
+    }
+
+    /// What the server's node layer does each tick: its appliers work
+    /// through the backlog; past the upper limit it asks the group to
+    /// stop, under the lower one to go on; a member with its state reports
+    /// Joined, then Synced once the backlog is drained.
+    fn node_tick(&mut self) {
+        let (backlog, own, in_view) = {
+            let mut n = self.node();
+            n.backlog = n.backlog.saturating_sub(self.apply_rate);
+            (n.backlog, n.own_state, n.in_view)
+        };
+        if backlog > FC_UPPER && !self.stop_requested {
+            self.stop_requested = true;
+            self.command(Command::Flow(Signal::Stop));
+        } else if backlog < FC_LOWER && self.stop_requested {
+            self.stop_requested = false;
+            self.command(Command::Flow(Signal::Cont));
+        }
+        let transition = match own {
+            Some(MemberState::Joiner) if in_view => Some(Transition::Join),
+            Some(MemberState::Joined) if backlog == 0 => Some(Transition::Sync),
+            _ => None,
+        };
+        if let Some(transition) = transition {
+            let seqno = self.driver.group_state().seqno();
+            self.command(Command::Send(Entry::MemberState { member: self.info.id, transition, seqno }.encode()));
+        }
+    }
+}
+
+impl SimMember for Driven {
+    fn create(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, weight: u32, now: Instant) -> Driven {
+        let id = uuid(index);
+        let info = MemberInfo { id, name: format!("node{}", index + 1), incoming: String::new(), address: format!("sim:{}", index) };
+        let mut raft = group::raft_config(id.raft_id());
+        // As member.rs: one election timeout per member, drawn from the
+        // seed (raft-rs would draw it from thread_rng).
+        raft.election_tick = election_tick;
+        raft.min_election_tick = election_tick;
+        raft.max_election_tick = election_tick + 1;
+        let start = match bootstrap {
+            true => Start::Bootstrap { history: HISTORY, position: 0 },
+            // Every member's address, as wsrep_cluster_address lists them.
+            false => Start::Join { peers: (0..index).map(|i| format!("sim:{}", i)).collect() },
+        };
+        let cfg = DriverConfig {
+            me: info.clone(),
+            start,
+            tick: Duration::from_millis(super::TICK_MS),
+            timeouts: Timeouts::default(),
+            previous: None,
+            raft,
+        };
+        let node = Arc::new(Mutex::new(SimNode {
+            me: id,
+            cert: Certification::new(if bootstrap { 0 } else { SEQNO_UNDEFINED }),
+            notes: Vec::new(),
+            backlog: 0,
+            in_view: false,
+            own_state: None,
+            halted: None,
+        }));
+        let (tx, rx) = channel();
+        let links = Arc::new(SimLinks::default());
+        let clock = Arc::new(SimClock(Mutex::new(now)));
+        let flow = Arc::new(FlowGate::default());
+        let counters = Arc::new(Counters::default());
+        let delivery = Box::new(NodeDelivery(node.clone()));
+        let mut driver = Driver::new(cfg, rx, delivery, links.clone(), clock.clone(), counters, flow.clone()).expect("a valid raft configuration");
+        driver.campaign_if_bootstrapping();
+        tx.send(Command::Policy(Policy { weight, ..Policy::default() })).expect("the driver owns the receiver");
+        Driven { index, info, driver, tx, links, clock, node, flow, weight, election_tick, apply_rate, stop_requested: false }
+    }
+
+    fn tick(&mut self, now: Instant, _now_ms: u64) {
+        self.node_tick();
+        self.step(now, None);
+    }
+
+    fn receive(&mut self, from: u64, msg: Msg, now: Instant) {
+        let inbound = match msg {
+            Msg::Frame { kind, payload } => Inbound::Frame { from, kind, payload },
+            // The transport's handshake: the contacted member answers who
+            // it is, and both ends have a link.
+            Msg::Contact => {
+                self.links.push(from, Msg::Up);
+                Inbound::PeerUp { id: from, uuid: uuid_of(from), addr: format!("sim:{}", index_of(from)) }
+            }
+            Msg::Up => Inbound::PeerUp { id: from, uuid: uuid_of(from), addr: format!("sim:{}", index_of(from)) },
+            other => panic!("node{} got {:?}: the driver speaks in frames", self.index + 1, other),
+        };
+        self.step(now, Some(Command::Net(inbound)));
+    }
+
+    fn propose(&mut self, token: u64, ws: &WriteSet, _piece: usize, now: Instant) -> bool {
+        if !self.is_primary() || self.flow.is_paused() {
+            return false;
+        }
+        self.step(now, Some(Command::Propose { token, body: Bytes::from(ws.encode()) }));
+        true
+    }
+
+    fn fence(&mut self, token: u64) {
+        self.command(Command::Cancel(token));
+    }
+
+    fn is_primary(&self) -> bool {
+        self.driver.is_primary_member()
+    }
+
+    fn is_leader(&self) -> bool {
+        self.driver.raft().raft.state == StateRole::Leader
+    }
+
+    fn position(&self) -> Seqno {
+        self.node().cert.position()
+    }
+
+    fn id(&self) -> Uuid {
+        self.info.id
+    }
+
+    fn weight(&self) -> u32 {
+        self.weight
+    }
+
+    fn election_tick(&self) -> usize {
+        self.election_tick
+    }
+
+    fn take_outbox(&mut self) -> Vec<(u64, Msg)> {
+        std::mem::take(&mut *self.links.out.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn take_notes(&mut self) -> Result<Vec<Note>, String> {
+        let mut n = self.node();
+        if let Some(index) = n.halted {
+            return Err(format!("node{} halted at log index {}", self.index + 1, index));
+        }
+        Ok(std::mem::take(&mut n.notes))
+    }
+
+    fn backlog(&self) -> usize {
+        self.node().backlog
+    }
+
+    fn state(&self) -> &GroupState {
+        self.driver.group_state()
+    }
+
+    fn raft(&self) -> &RawNode<GroupLog> {
+        self.driver.raft()
+    }
+
+    fn joining(&self) -> bool {
+        self.driver.is_joining()
+    }
+}
+
+/// The simulation numbers members from 0; their raft ids follow `uuid`.
+fn index_of(id: u64) -> usize {
+    (0..64).find(|i| raft_id(*i) == id).expect("a simulated member's raft id")
+}
+
+fn uuid_of(id: u64) -> Uuid {
+    uuid(index_of(id))
+}
