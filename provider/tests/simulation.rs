@@ -60,9 +60,10 @@ fn seeded_schedules_keep_every_invariant() {
     );
 }
 
-/// The same schedules (without faults for now) with members that run the
-/// production group driver (src/sim/driven.rs). `LOCKSTEP_SIM_DRIVEN_SEEDS`
-/// sets how many (default 200); `LOCKSTEP_SIM_DRIVEN_SEED=S` replays one.
+/// The same schedules with members that run the production group driver
+/// (src/sim/driven.rs). `LOCKSTEP_SIM_DRIVEN_SEEDS` sets how many (default
+/// 500); `LOCKSTEP_SIM_DRIVEN_SEED=S` replays one. Liveness findings are
+/// listed, as above.
 #[test]
 fn the_production_driver_keeps_every_invariant() {
     if let Some(seed) = env_u64("LOCKSTEP_SIM_DRIVEN_SEED") {
@@ -71,7 +72,7 @@ fn the_production_driver_keeps_every_invariant() {
             Err(e) => panic!("seed {seed}: {e}"),
         }
     }
-    let count = env_u64("LOCKSTEP_SIM_DRIVEN_SEEDS").unwrap_or(200);
+    let count = env_u64("LOCKSTEP_SIM_DRIVEN_SEEDS").unwrap_or(500);
     let mut failed = Vec::new();
     let mut stuck = Vec::new();
     let (mut seqnos, mut acked) = (0i64, 0usize);
@@ -88,9 +89,8 @@ fn the_production_driver_keeps_every_invariant() {
         }
     }
     eprintln!("simulation with the production driver: {count} seeds, {} passed; {seqnos} seqnos ordered, {acked} writesets acknowledged; {} with a member not caught up", count as usize - failed.len(), stuck.len());
-    for s in stuck.iter().take(5) {
+    for s in stuck.iter().take(env_u64("LOCKSTEP_SIM_SHOW").unwrap_or(10) as usize) {
         eprintln!("  {s}");
     }
     assert!(failed.is_empty(), "{} of {count} seeds failed; replay one with LOCKSTEP_SIM_DRIVEN_SEED=<seed>\n{}", failed.len(), failed.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
-    assert!(stuck.is_empty(), "without faults every member catches up:\n{}", stuck.join("\n"));
 }

@@ -189,7 +189,7 @@ pub(crate) struct Driver {
     fc: FlowControl,
     flow: Arc<FlowGate>,
     /// Members the transport is asked to keep links to.
-    pub(super) peers: std::collections::HashSet<u64>,
+    pub(super) peers: std::collections::BTreeSet<u64>,
     /// Departed members, and when to drop their links.
     departed: Vec<(u64, Instant)>,
     /// A member told us the group removed us.
@@ -212,7 +212,7 @@ pub(crate) struct Driver {
     pub(super) recovery: Option<Recovery>,
     /// Members of our last primary view whose node has restarted since:
     /// gone for good, whatever partition they seemed to be in.
-    pub(super) restarted: std::collections::HashSet<Uuid>,
+    pub(super) restarted: std::collections::BTreeSet<Uuid>,
     /// Where this node first joined (`wsrep_cluster_address`): where it
     /// looks for the group again when it knows no member's address.
     pub(super) last_peers: Vec<String>,
@@ -811,7 +811,7 @@ impl Driver {
     /// address as a new member, and a dialer still looking for its old id
     /// there would keep breaking the new member's link.
     pub(super) fn refresh_peers(&mut self) {
-        let mut wanted = std::collections::HashSet::new();
+        let mut wanted = std::collections::BTreeSet::new();
         for m in self.state.members() {
             if m.info.id != self.me.id && !m.info.address.is_empty() {
                 let id = m.info.id.raft_id();
@@ -1030,10 +1030,14 @@ impl Driver {
     }
 
     /// Events of an entry at `index` from `from` on: up to our removal
-    /// (`stale_until`), the views, our states and the state transfers are
-    /// our previous incarnation's; the node must not take them for its new
-    /// join (nor donate again what it donated then). The writesets still
-    /// feed its certification.
+    /// (`stale_until`), they are our previous incarnation's, and the node
+    /// must not take them for its new join (nor donate again what it
+    /// donated then). Our states and the state transfers go. The views
+    /// stay, as views of the others (`my_idx` -1; our own removal, which
+    /// the state shows us as non-primary, as the view they saw then):
+    /// every seqno reaches the node in order, its certification and
+    /// gcache see the same sequence as everyone's, and a seqno the
+    /// appliers never see is not a gap in what the server is given.
     fn drop_stale(&mut self, index: u64, from: usize) {
         if index > self.stale_until {
             return;
@@ -1041,16 +1045,20 @@ impl Driver {
         let me = self.me.id;
         let mut i = from;
         while i < self.events.len() {
-            let stale = match &self.events[i] {
-                GroupEvent::View(_) | GroupEvent::StateTransfer { .. } => true,
-                GroupEvent::MemberState { member, .. } => *member == me,
-                _ => false,
-            };
-            if stale {
-                self.events.remove(i);
-            } else {
-                i += 1;
+            match &mut self.events[i] {
+                GroupEvent::View(v) if v.primary => v.my_idx = -1,
+                GroupEvent::View(_) => self.events[i] = GroupEvent::View(self.state.view()),
+                GroupEvent::StateTransfer { .. } => {
+                    self.events.remove(i);
+                    continue;
+                }
+                GroupEvent::MemberState { member, .. } if *member == me => {
+                    self.events.remove(i);
+                    continue;
+                }
+                _ => {}
             }
+            i += 1;
         }
     }
 

@@ -11,7 +11,7 @@
 //! it asks for a stop, costs the cluster at most one lease. Time is an
 //! argument here, so the simulator can drive it.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// How long a STOP holds without being repeated.
@@ -38,7 +38,7 @@ pub struct Counters {
 #[derive(Debug, Default)]
 pub struct FlowControl {
     /// Members (raft ids) whose STOP holds, with when it lapses.
-    stops: HashMap<u64, Instant>,
+    stops: BTreeMap<u64, Instant>,
     /// This member's STOP holds.
     requested: bool,
     last_repeat: Option<Instant>,

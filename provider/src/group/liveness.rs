@@ -13,7 +13,7 @@
 //!
 //! Time is an argument, so the simulator can drive this.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// Galera's defaults.
@@ -44,13 +44,13 @@ impl Timeouts {
 #[derive(Debug, Default)]
 pub struct Liveness {
     /// When each member (raft id) was last heard from.
-    heard: HashMap<u64, Instant>,
+    heard: BTreeMap<u64, Instant>,
     pub timeouts: Timeouts,
 }
 
 impl Liveness {
     pub fn new(timeouts: Timeouts) -> Liveness {
-        Liveness { heard: HashMap::new(), timeouts }
+        Liveness { heard: BTreeMap::new(), timeouts }
     }
 
     pub fn heard(&mut self, id: u64, now: Instant) {

@@ -8,7 +8,7 @@
 //! the current turn and raft-rs retries.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use raft::prelude::{ConfState, Entry, HardState, Snapshot};
 use raft::storage::MemStorage;
@@ -22,7 +22,7 @@ pub struct GroupLog {
     /// member removed and added again keeps its id: a snapshot from
     /// before its new Add shows its previous incarnation as a member, and
     /// it would take that for its own join.
-    added_at: RefCell<HashMap<u64, u64>>,
+    added_at: RefCell<BTreeMap<u64, u64>>,
 }
 
 impl GroupLog {
@@ -30,7 +30,7 @@ impl GroupLog {
     /// nobody (a joiner, which learns the configuration from the leader).
     pub fn new(voters: Vec<u64>) -> GroupLog {
         let mem = if voters.is_empty() { MemStorage::new() } else { MemStorage::new_with_conf_state(ConfState::from((voters, vec![]))) };
-        GroupLog { mem, snapshot: RefCell::new(None), wanted: Cell::new(false), added_at: RefCell::new(HashMap::new()) }
+        GroupLog { mem, snapshot: RefCell::new(None), wanted: Cell::new(false), added_at: RefCell::new(BTreeMap::new()) }
     }
 
     /// A log of `voter` alone that continues another's numbering after

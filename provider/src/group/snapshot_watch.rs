@@ -9,7 +9,7 @@
 //! and sends a fresh snapshot if it still needs one. Time is an argument,
 //! so the simulator drives this too.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use raft::{ProgressState, RawNode};
@@ -24,14 +24,14 @@ pub const LOST_AFTER: Duration = Duration::from_secs(5);
 #[derive(Debug, Default)]
 pub struct SnapshotWatch {
     /// Member (raft id) -> the snapshot index in flight, since when.
-    pending: HashMap<u64, (u64, Instant)>,
+    pending: BTreeMap<u64, (u64, Instant)>,
 }
 
 impl SnapshotWatch {
     /// On the leader, every tick: the members whose snapshot is overdue
     /// (reported failed to raft-rs here).
     pub fn check(&mut self, raw: &mut RawNode<GroupLog>, now: Instant) -> Vec<u64> {
-        let in_flight: HashMap<u64, u64> = raw
+        let in_flight: BTreeMap<u64, u64> = raw
             .raft
             .prs()
             .iter()

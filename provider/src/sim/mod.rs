@@ -109,8 +109,7 @@ struct Sim<M: SimMember> {
     base: Instant,
     now: u64,
     members: Vec<M>,
-    /// Whether faults are injected (the driven members' run has none
-    /// yet: it grows towards the copy's).
+    /// Whether faults are injected.
     inject_faults: bool,
     /// Per member: frozen until (ms), crashed.
     frozen_until: Vec<u64>,
@@ -131,14 +130,13 @@ pub fn run(seed: u64, trace: bool) -> Result<Summary, String> {
 }
 
 /// Runs `seed` with members that run the production group driver
-/// (`driven`): for now without faults, the cluster forming, joining and
-/// ordering a conflicting load.
+/// (`driven`), with the same faults.
 pub fn run_driven(seed: u64, trace: bool) -> Result<Summary, String> {
     if !trace {
         // The driver's log lines, thousands per run, say nothing here.
         crate::log::set_sink(Some(std::sync::Arc::new(|_, _| {})));
     }
-    simulate(Sim::<Driven>::new(seed, trace, std::env::var_os("LOCKSTEP_SIM_DRIVEN_FAULTS").is_some()))
+    simulate(Sim::<Driven>::new(seed, trace, true))
 }
 
 fn simulate<M: SimMember>(mut sim: Sim<M>) -> Result<Summary, String> {
