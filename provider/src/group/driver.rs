@@ -154,6 +154,7 @@ pub(crate) struct Driver {
     /// What every Raft node of this member starts from (a bootstrap, a
     /// rejoin, a reform).
     pub(super) raft_config: raft::Config,
+    limits: Limits,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) bootstrap: Option<(Uuid, Seqno)>,
     pub(super) joining: Option<Joining>,
@@ -244,6 +245,25 @@ pub(crate) struct DriverConfig {
     /// The Raft settings every Raft node of this member starts from
     /// (`raft_config`; a simulation pins the election timeout).
     pub raft: raft::Config,
+    pub limits: Limits,
+}
+
+/// Sizes a simulation makes small, so that its short runs meet
+/// snapshots, compacted logs and writesets in pieces; mariadbd runs with
+/// `Limits::default()`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// Bytes per piece of a big writeset (`pieces::PIECE_BYTES`).
+    pub piece: usize,
+    /// Snapshot every this many applied entries, keeping this many behind.
+    pub snapshot_every: u64,
+    pub log_keep: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { piece: super::pieces::PIECE_BYTES, snapshot_every: SNAPSHOT_EVERY, log_keep: LOG_KEEP }
+    }
 }
 
 impl Driver {
@@ -265,6 +285,7 @@ impl Driver {
         let raw = raft_node_with(&cfg.raft, voters)?;
         Ok(Driver {
             raft_config: cfg.raft.clone(),
+            limits: cfg.limits,
             clock,
             raw,
             rx,
@@ -282,7 +303,7 @@ impl Driver {
             reads_ready: Vec::new(),
             next_read: 1,
             counters,
-            proposals: Proposals::default(),
+            proposals: Proposals::with_piece(cfg.limits.piece),
             dropped: Default::default(),
             applied_bytes: 0,
             pump_due: false,
@@ -1013,7 +1034,7 @@ impl Driver {
     fn maybe_snapshot(&mut self) {
         let applied = self.raw.raft.raft_log.applied;
         let store = self.raw.store();
-        let due = applied >= store.snapshot_index() + SNAPSHOT_EVERY || self.applied_bytes >= SNAPSHOT_BYTES;
+        let due = applied >= store.snapshot_index() + self.limits.snapshot_every || self.applied_bytes >= SNAPSHOT_BYTES;
         if !(store.snapshot_wanted() || due) || !self.state.is_primary() || !self.state.may_snapshot() {
             return;
         }
@@ -1025,7 +1046,7 @@ impl Driver {
         md.index = applied;
         md.term = self.raw.raft.raft_log.term(applied).unwrap_or(0);
         md.set_conf_state(self.raw.raft.prs().conf().to_conf_state());
-        let keep_from = self.raw.store().keep_from(applied, LOG_KEEP, LOG_KEEP_BYTES);
+        let keep_from = self.raw.store().keep_from(applied, self.limits.log_keep, LOG_KEEP_BYTES);
         self.raw.store().set_snapshot(snap, keep_from);
     }
 

@@ -39,7 +39,7 @@ pub use log::GroupLog;
 pub use entry::{IstRequest, MemberInfo, Transition};
 pub use state::{DonorError, GroupEvent, GroupState, MemberState, View};
 
-pub(crate) use driver::{Command, Counters, Driver, DriverConfig, Start};
+pub(crate) use driver::{Command, Counters, Driver, DriverConfig, Limits, Start};
 pub use flow_control::Signal;
 use entry::Entry;
 
@@ -222,7 +222,7 @@ impl Group {
             Mode::Join { peers } => Start::Join { peers },
         };
         let raft = raft_config(me.id.raft_id());
-        let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts, previous: cfg.previous, raft };
+        let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts, previous: cfg.previous, raft, limits: Limits::default() };
         let flow = Arc::new(FlowGate::default());
         flow.reset(Instant::now());
         let driver = Driver::new(driver_cfg, rx, delivery, net.clone(), Arc::new(io::SystemClock), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;

@@ -38,20 +38,25 @@ struct Proposal {
     /// committed, in order.
     handed: usize,
     committed: usize,
+    /// How many pieces it goes in.
+    pieces: usize,
 }
 
-impl Proposal {
-    fn pieces(&self) -> usize {
-        pieces::count(self.body.len())
-    }
-}
-
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Proposals {
     /// By wire token. Bounded by the clients: each has at most one
     /// writeset in flight and waits for it.
     waiting: BTreeMap<u64, Proposal>,
     next_wire: u64,
+    /// Bytes per piece: `pieces::PIECE_BYTES`, a few in the simulator
+    /// (so that pieces of its small writesets interleave).
+    piece: usize,
+}
+
+impl Default for Proposals {
+    fn default() -> Proposals {
+        Proposals::with_piece(pieces::PIECE_BYTES)
+    }
 }
 
 /// A client whose writeset failed, and the wire token to fence when
@@ -63,11 +68,17 @@ pub struct Failed {
 }
 
 impl Proposals {
+    pub fn with_piece(piece: usize) -> Proposals {
+        assert!(piece > 0, "pieces have bytes");
+        Proposals { waiting: BTreeMap::new(), next_wire: 0, piece }
+    }
+
     /// Registers the client's payload; `pump` sends it.
     pub fn add(&mut self, client: u64, body: Bytes, now: Instant) -> u64 {
         self.next_wire += 1;
         let wire = self.next_wire;
-        self.waiting.insert(wire, Proposal { client, body, progress: now, handed: 0, committed: 0 });
+        let pieces = pieces::count_of(body.len(), self.piece);
+        self.waiting.insert(wire, Proposal { client, body, progress: now, handed: 0, committed: 0, pieces });
         wire
     }
 
@@ -76,9 +87,10 @@ impl Proposals {
     /// `propose` says whether Raft took one. Stops at the first refusal
     /// (no leader): the next pump retries from there.
     pub fn pump(&mut self, origin: Uuid, now: Instant, mut propose: impl FnMut(Vec<u8>) -> bool) {
+        let piece = self.piece;
         for (wire, p) in self.waiting.iter_mut() {
-            while p.handed < p.pieces() && p.handed - p.committed < pieces::WINDOW_PIECES {
-                if !propose(pieces::entry(origin, *wire, &p.body, p.handed)) {
+            while p.handed < p.pieces && p.handed - p.committed < pieces::WINDOW_PIECES {
+                if !propose(pieces::entry_of(origin, *wire, &p.body, p.handed, piece)) {
                     return;
                 }
                 if p.handed == 0 {
@@ -98,7 +110,7 @@ impl Proposals {
     /// A piece of ours was committed: `bytes` of the payload are in.
     pub fn progressed(&mut self, wire: u64, bytes: u64, now: Instant) {
         if let Some(p) = self.waiting.get_mut(&wire) {
-            p.committed = (bytes as usize).div_ceil(pieces::PIECE_BYTES).min(p.handed);
+            p.committed = (bytes as usize).div_ceil(self.piece).min(p.handed);
             p.progress = now;
         }
     }
@@ -145,7 +157,7 @@ impl Proposals {
         let wires: Vec<u64> = self
             .waiting
             .iter()
-            .filter(|(_, p)| p.handed < p.pieces() && now.saturating_duration_since(p.progress) >= give_up)
+            .filter(|(_, p)| p.handed < p.pieces && now.saturating_duration_since(p.progress) >= give_up)
             .map(|(w, _)| *w)
             .collect();
         wires.into_iter().map(|w| self.fail(w)).collect()
@@ -155,7 +167,7 @@ impl Proposals {
     /// wholly handed to Raft: its last entry cannot be ordered then, so
     /// the client's error cannot contradict what the group commits.
     pub fn cancel(&mut self, client: u64) -> Option<Failed> {
-        let (wire, _) = self.waiting.iter().find(|(_, p)| p.client == client && p.handed < p.pieces())?;
+        let (wire, _) = self.waiting.iter().find(|(_, p)| p.client == client && p.handed < p.pieces)?;
         Some(self.fail(*wire))
     }
 

@@ -22,7 +22,7 @@ use crate::group::entry::{Entry, MemberInfo, Transition};
 use crate::group::io::{Clock, Links};
 use crate::group::liveness::Timeouts;
 use crate::group::quorum::Policy;
-use crate::group::{self, Command, Counters, Delivery, Driver, DriverConfig, FlowGate, GroupEvent, GroupLog, GroupState, MemberState, Signal, Start};
+use crate::group::{self, Command, Counters, Delivery, Driver, DriverConfig, FlowGate, GroupEvent, GroupLog, GroupState, Limits, MemberState, Signal, Start};
 use crate::gtid::{Seqno, Uuid, SEQNO_UNDEFINED};
 use crate::transport::{Inbound, PeerId};
 use crate::writeset::WriteSet;
@@ -79,7 +79,6 @@ impl Clock for SimClock {
 
 /// The node layer's part, as `node::delivery` plays it for the server.
 struct SimNode {
-    me: Uuid,
     cert: Certification,
     notes: Vec<Note>,
     /// Delivered writesets the simulated appliers have yet to apply.
@@ -87,7 +86,6 @@ struct SimNode {
     /// In a primary view that lists this member (the node's `in_view`):
     /// before, a joiner's deliveries only feed its certification.
     in_view: bool,
-    own_state: Option<MemberState>,
     /// A committed entry could not be read (never expected here).
     halted: Option<u64>,
 }
@@ -120,7 +118,6 @@ impl SimNode {
                 self.in_view = false;
                 self.notes.push(Note::NonPrimary);
             }
-            GroupEvent::MemberState { member, state, .. } if member == self.me => self.own_state = Some(state),
             GroupEvent::Restored { node, view } => {
                 self.cert.restore(&node).expect("a snapshot's certification index restores");
                 self.in_view = view.my_idx >= 0;
@@ -129,7 +126,6 @@ impl SimNode {
             GroupEvent::Rejoining => {
                 self.cert.reset(SEQNO_UNDEFINED);
                 self.in_view = false;
-                self.own_state = None;
                 self.notes.push(Note::Rejoining);
             }
             GroupEvent::Halted { index } => self.halted = Some(index),
@@ -189,11 +185,14 @@ impl Driven {
     /// stop, under the lower one to go on; a member with its state reports
     /// Joined, then Synced once the backlog is drained.
     fn node_tick(&mut self) {
-        let (backlog, own, in_view) = {
+        let (backlog, in_view) = {
             let mut n = self.node();
             n.backlog = n.backlog.saturating_sub(self.apply_rate);
-            (n.backlog, n.own_state, n.in_view)
+            (n.backlog, n.in_view)
         };
+        // As the group has ordered it (a member restored from a snapshot
+        // hears no transition of its own).
+        let own = self.driver.group_state().member(self.info.id).map(|m| m.state);
         if backlog > FC_UPPER && !self.stop_requested {
             self.stop_requested = true;
             self.command(Command::Flow(Signal::Stop));
@@ -235,14 +234,18 @@ impl SimMember for Driven {
             timeouts: Timeouts::default(),
             previous: None,
             raft,
+            // As member.rs: snapshots often, so that joiners and lagging
+            // members meet them; a member of five cuts its writesets in
+            // pieces of a few bytes, so that pieces of several writesets
+            // interleave in the log and cross leader changes, partitions
+            // and snapshots.
+            limits: Limits { piece: if index % 5 == 2 { 32 } else { Limits::default().piece }, snapshot_every: 64, log_keep: 16 },
         };
         let node = Arc::new(Mutex::new(SimNode {
-            me: id,
             cert: Certification::new(if bootstrap { 0 } else { SEQNO_UNDEFINED }),
             notes: Vec::new(),
             backlog: 0,
             in_view: false,
-            own_state: None,
             halted: None,
         }));
         let (tx, rx) = channel();

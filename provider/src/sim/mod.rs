@@ -463,6 +463,9 @@ impl<M: SimMember> Sim<M> {
             .map(|i| self.net.side[i])
             .collect();
         if sides.windows(2).any(|w| w[0] != w[1]) {
+            for i in 0..self.members.len() {
+                debug_state(i, &self.members[i], None);
+            }
             return Err(format!("two primary components {} ms into a partition", self.now - since));
         }
         Ok(())
