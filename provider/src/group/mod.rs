@@ -33,8 +33,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use driver::Delivery;
-/// For the simulator, which drives the same Raft setup without the driver.
-pub use driver::{join_snapshot, raft_config, raft_node_continuing, raft_node_with, split_snapshot};
+/// The Raft settings every member starts from (the simulator pins the
+/// election timeout in them), and the snapshot's two parts.
+pub use driver::{raft_config, split_snapshot};
+#[cfg(test)]
+use driver::raft_node_with;
 pub use log::GroupLog;
 pub use entry::{IstRequest, MemberInfo, Transition};
 pub use state::{DonorError, GroupEvent, GroupState, MemberState, View};

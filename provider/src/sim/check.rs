@@ -13,9 +13,20 @@ use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 
-use super::member::Note;
 use crate::gtid::{Seqno, Uuid};
 use crate::writeset::{KeyKind, WriteSet};
+
+/// What a member reports to the checker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Note {
+    Ordered { seqno: Seqno, origin: Uuid, token: u64, ws: Bytes, pass: bool },
+    View { seqno: Seqno, conf_id: i64, members: Vec<Uuid> },
+    /// The member's state jumped to `seqno` (a snapshot).
+    Restored { seqno: Seqno },
+    /// The member starts over as a joiner (its sequence restarts).
+    Rejoining,
+    NonPrimary,
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Slot {

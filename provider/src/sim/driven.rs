@@ -1,11 +1,10 @@
-//! A simulated member that runs the production group driver
-//! (`group::Driver`, the code mariadbd runs): the simulation gives it its
-//! network (`SimLinks`) and clock (`SimClock`), and a small node layer
-//! (`SimNode`) takes its deliveries as the provider's node layer does:
-//! certification, the checker's notes, appliers that take a few writesets
-//! per tick, flow control past a backlog, and the member-state transitions
-//! a joined node reports. `member.rs`, the copy of the driver's rules the
-//! simulator started with, goes as this member covers what it covers.
+//! A simulated member: the production group driver (`group::Driver`, the
+//! code mariadbd runs) with the simulation's network (`SimLinks`) and
+//! clock (`SimClock`), and a small node layer (`SimNode`) that takes its
+//! deliveries as the provider's node layer does: certification, the
+//! checker's notes, appliers that take a few writesets per tick, flow
+//! control past a backlog, and the member-state transitions a joined node
+//! reports. No rule of the group is written here.
 
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
@@ -14,9 +13,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use raft::{RawNode, StateRole};
 
-use super::member::{raft_id, uuid, Note, HISTORY};
+use super::check::Note;
 use super::network::Msg;
-use super::SimMember;
+use super::{raft_id, uuid, HISTORY};
 use crate::cert::{Certification, Verdict};
 use crate::group::entry::{Entry, MemberInfo, Transition};
 use crate::group::io::{Clock, Links};
@@ -27,8 +26,8 @@ use crate::gtid::{Seqno, Uuid, SEQNO_UNDEFINED};
 use crate::transport::{Inbound, PeerId};
 use crate::writeset::WriteSet;
 
-/// The simulated appliers' flow-control limits (as `member.rs`).
-const FC_UPPER: usize = super::member::FC_UPPER;
+/// The simulated appliers' flow-control limits.
+pub(super) const FC_UPPER: usize = 16;
 const FC_LOWER: usize = 8;
 
 /// Frames the driver sent and addresses it contacted, for the
@@ -212,13 +211,17 @@ impl Driven {
     }
 }
 
-impl SimMember for Driven {
-    fn create(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, weight: u32, now: Instant) -> Driven {
+impl Driven {
+    /// Member `index`: the first bootstraps the cluster, the others join;
+    /// `election_tick` is its own (the seed draws it), `apply_rate` how
+    /// many writesets its appliers take per tick.
+    pub fn new(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, weight: u32, now: Instant) -> Driven {
         let id = uuid(index);
         let info = MemberInfo { id, name: format!("node{}", index + 1), incoming: String::new(), address: format!("sim:{}", index) };
         let mut raft = group::raft_config(id.raft_id());
-        // As member.rs: one election timeout per member, drawn from the
-        // seed (raft-rs would draw it from thread_rng).
+        // One election timeout per member, drawn from the seed (raft-rs
+        // would draw it from thread_rng, and two members that time out
+        // together split the vote again on every term).
         raft.election_tick = election_tick;
         raft.min_election_tick = election_tick;
         raft.max_election_tick = election_tick + 1;
@@ -234,8 +237,8 @@ impl SimMember for Driven {
             timeouts: Timeouts::default(),
             previous: None,
             raft,
-            // As member.rs: snapshots often, so that joiners and lagging
-            // members meet them; a member of five cuts its writesets in
+            // Snapshots often, so that joiners and lagging members meet
+            // them; a member of five cuts its writesets in
             // pieces of a few bytes, so that pieces of several writesets
             // interleave in the log and cross leader changes, partitions
             // and snapshots.
@@ -260,12 +263,12 @@ impl SimMember for Driven {
         Driven { index, info, driver, tx, links, clock, node, flow, weight, election_tick, apply_rate, stop_requested: false }
     }
 
-    fn tick(&mut self, now: Instant, _now_ms: u64) {
+    pub fn tick(&mut self, now: Instant, _now_ms: u64) {
         self.node_tick();
         self.step(now, None);
     }
 
-    fn receive(&mut self, from: u64, msg: Msg, now: Instant) {
+    pub fn receive(&mut self, from: u64, msg: Msg, now: Instant) {
         let inbound = match msg {
             Msg::Frame { kind, payload } => Inbound::Frame { from, kind, payload },
             // The transport's handshake: the contacted member answers who
@@ -275,12 +278,13 @@ impl SimMember for Driven {
                 Inbound::PeerUp { id: from, uuid: uuid_of(from), addr: format!("sim:{}", index_of(from)) }
             }
             Msg::Up => Inbound::PeerUp { id: from, uuid: uuid_of(from), addr: format!("sim:{}", index_of(from)) },
-            other => panic!("node{} got {:?}: the driver speaks in frames", self.index + 1, other),
         };
         self.step(now, Some(Command::Net(inbound)));
     }
 
-    fn propose(&mut self, token: u64, ws: &WriteSet, _piece: usize, now: Instant) -> bool {
+    /// A client's writeset; false when it cannot be proposed now (not
+    /// primary, or flow control holds the writers).
+    pub fn propose(&mut self, token: u64, ws: &WriteSet, now: Instant) -> bool {
         if !self.is_primary() || self.flow.is_paused() {
             return false;
         }
@@ -288,39 +292,40 @@ impl SimMember for Driven {
         true
     }
 
-    fn fence(&mut self, token: u64) {
+    /// The client of `token` gave up (as a KILLed client does).
+    pub fn fence(&mut self, token: u64) {
         self.command(Command::Cancel(token));
     }
 
-    fn is_primary(&self) -> bool {
+    pub fn is_primary(&self) -> bool {
         self.driver.is_primary_member()
     }
 
-    fn is_leader(&self) -> bool {
+    pub fn is_leader(&self) -> bool {
         self.driver.raft().raft.state == StateRole::Leader
     }
 
-    fn position(&self) -> Seqno {
+    pub fn position(&self) -> Seqno {
         self.node().cert.position()
     }
 
-    fn id(&self) -> Uuid {
+    pub fn id(&self) -> Uuid {
         self.info.id
     }
 
-    fn weight(&self) -> u32 {
+    pub fn weight(&self) -> u32 {
         self.weight
     }
 
-    fn election_tick(&self) -> usize {
+    pub fn election_tick(&self) -> usize {
         self.election_tick
     }
 
-    fn take_outbox(&mut self) -> Vec<(u64, Msg)> {
+    pub fn take_outbox(&mut self) -> Vec<(u64, Msg)> {
         std::mem::take(&mut *self.links.out.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    fn take_notes(&mut self) -> Result<Vec<Note>, String> {
+    pub fn take_notes(&mut self) -> Result<Vec<Note>, String> {
         let mut n = self.node();
         if let Some(index) = n.halted {
             return Err(format!("node{} halted at log index {}", self.index + 1, index));
@@ -328,19 +333,19 @@ impl SimMember for Driven {
         Ok(std::mem::take(&mut n.notes))
     }
 
-    fn backlog(&self) -> usize {
+    pub fn backlog(&self) -> usize {
         self.node().backlog
     }
 
-    fn state(&self) -> &GroupState {
+    pub fn state(&self) -> &GroupState {
         self.driver.group_state()
     }
 
-    fn raft(&self) -> &RawNode<GroupLog> {
+    pub fn raft(&self) -> &RawNode<GroupLog> {
         self.driver.raft()
     }
 
-    fn joining(&self) -> bool {
+    pub fn joining(&self) -> bool {
         self.driver.is_joining()
     }
 }

@@ -3,14 +3,12 @@
 //! its ends or the link drops it (a reset). A frozen member's messages wait
 //! in its links until it is thawed, as in a real socket buffer.
 
-use crate::group::weights::CommitNotice;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use raft::prelude::Message;
+use bytes::Bytes;
 
 use super::rng::Rng;
-use crate::group::{MemberInfo, Signal};
 
 /// Bounds the in-flight messages: a run that grows past this has a
 /// runaway (a message storm), which is a finding in itself.
@@ -18,19 +16,9 @@ pub const MAX_IN_FLIGHT: usize = 200_000;
 
 #[derive(Clone, Debug)]
 pub enum Msg {
-    Raft(Message),
-    /// A member asks to be taken in (the join request).
-    Join(MemberInfo),
-    /// "You were removed at this log index" (KIND_LEFT).
-    Left(u64),
-    Flow(Signal),
-    /// A non-primary member's call (KIND_PROBE).
-    Probe,
-    /// The leader's weighted commit index and verdict (KIND_COMMIT).
-    Commit(CommitNotice),
-    /// A frame of the production driver (`driven`): kind and payload as
-    /// the transport carries them.
-    Frame { kind: u8, payload: bytes::Bytes },
+    /// A frame of the group driver: kind and payload as the transport
+    /// carries them.
+    Frame { kind: u8, payload: Bytes },
     /// The transport's handshake: `connect_addr` reached a member, which
     /// answers `Up`; both ends then hear `PeerUp`.
     Contact,
