@@ -817,6 +817,7 @@ impl Driver {
         self.applying = index;
         self.gate.restart(self.state.weighted().then_some(index));
         log::info!("restored the group state at seqno {} from a snapshot (index {})", self.state.seqno(), index);
+        self.forget_own_proposals();
         let mut view = self.state.view();
         if index <= self.stale_until {
             // Taken before our removal: we are not in it as who we are now.
@@ -825,6 +826,26 @@ impl Driver {
         }
         self.events.push(GroupEvent::Restored { node: Bytes::copy_from_slice(node), view });
         self.refresh_peers();
+    }
+
+    /// Our writesets handed to Raft may have been ordered inside the
+    /// snapshot just restored, where we never see them: sent again after a
+    /// fence, they would be ordered twice (every node would commit them
+    /// twice; the simulator found it: a proposal forwarded just before a
+    /// partition, committed while this member was cut off, which then
+    /// caught up by snapshot). Their clients fail, as on a non-primary
+    /// view; one that was ordered reaches this node's data by its state
+    /// transfer, as Galera's do. What is still in flight is fenced.
+    fn forget_own_proposals(&mut self) {
+        let fence = self.proposals.highest_sent();
+        let failed = self.proposals.abandon();
+        if !failed.is_empty() {
+            log::info!("{} writesets of this node's clients may be in the snapshot it caught up with: they fail", failed.len());
+        }
+        for client in failed {
+            self.events.push(GroupEvent::ProposalFailed { token: client });
+        }
+        self.owed_fence = self.owed_fence.max(fence);
     }
 
     /// Tells the transport where every member listens, and to stop

@@ -41,6 +41,9 @@ pub struct Checker {
     last: HashMap<usize, Option<Seqno>>,
     /// Writesets a client was told committed: seqno, origin, token.
     pub acked: Vec<(Seqno, Uuid, u64)>,
+    /// Where each client writeset (origin, token) was ordered: once at
+    /// most, whatever resends, fences and leader changes did to it.
+    ordered_at: HashMap<(Uuid, u64), Seqno>,
     /// Reference certification: writesets that passed, by seqno.
     passed: BTreeMap<Seqno, WriteSet>,
     /// Seqnos whose verdict was checked against the reference.
@@ -88,6 +91,11 @@ impl Checker {
                 return Err(format!("node{} delivered {:?} at seqno {}, another member {:?}", member + 1, slot, seqno, first));
             }
             return Ok(());
+        }
+        if let Slot::Ws { origin, token, .. } = &slot {
+            if let Some(before) = self.ordered_at.insert((*origin, *token), seqno) {
+                return Err(format!("the writeset of client {} from {} was ordered twice: at seqno {} and {}", token, origin, before, seqno));
+            }
         }
         if let (Slot::Ws { pass, .. }, Some(bytes)) = (&slot, ws) {
             self.reference(seqno, bytes, *pass)?;
