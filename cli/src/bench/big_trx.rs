@@ -46,6 +46,10 @@ pub struct Figures {
     pub baseline_tps: f64,
     /// Largest resident-memory growth of node 1 and node 2, bytes.
     pub rss_growth: [u64; 2],
+    /// Share of the UPDATE's time node 1 was paused by flow control
+    /// (`wsrep_flow_control_paused_ns`): where a slow UPDATE waits for
+    /// node 2's appliers.
+    pub fc_paused: f64,
 }
 
 pub fn run(spec: &BenchSpec, log: &mut dyn FnMut(&str)) -> Vec<(String, std::result::Result<Vec<Step>, String>)> {
@@ -151,6 +155,12 @@ fn caught_up(cluster: &Cluster, limit: Duration) -> Result<Duration> {
     Ok(started.elapsed())
 }
 
+fn paused_ns(node: Node) -> Result<i64> {
+    node.status()?
+        .int("wsrep_flow_control_paused_ns")
+        .ok_or_else(|| Error::msg("no wsrep_flow_control_paused_ns"))
+}
+
 fn last_committed(node: Node) -> Result<i64> {
     node.status()?
         .int("wsrep_last_committed")
@@ -172,21 +182,24 @@ fn step(spec: &BenchSpec, index: usize, cluster: &Cluster, fragment: u64, say: &
         }
         say(&format!("fragments {}: UPDATE bt.big", fragment_label(fragment)));
         let update_at = started.elapsed();
+        let paused_before = paused_ns(cluster.node(1))?;
         c.execute("UPDATE bt.big SET k = k + 1")?;
         let update = started.elapsed() - update_at;
+        let paused = paused_ns(cluster.node(1))? - paused_before;
+        let fc_paused = paused.max(0) as f64 / update.as_nanos().max(1) as f64;
         let applied_after = caught_up(cluster, STEP_LIMIT)?;
         std::thread::sleep(AFTER);
-        Ok((update_at, update, applied_after))
+        Ok((update_at, update, applied_after, fc_paused))
     })();
     let _ = sysbench.kill();
     let _ = sysbench.wait();
     let rss_growth = rss.stop();
-    let (update_at, update, applied_after) = result?;
+    let (update_at, update, applied_after, fc_paused) = result?;
     let text = std::fs::read_to_string(&out).map_err(|e| Error::io(format!("reading {}", out.display()), e))?;
     let per_second = per_second_tps(&text);
     let watched = update_at..update_at + update + applied_after + AFTER;
     let (baseline_tps, stall_secs) = stall(&per_second, update_at, watched);
-    Ok(Figures { update, applied_after, stall_secs, baseline_tps, rss_growth })
+    Ok(Figures { update, applied_after, stall_secs, baseline_tps, rss_growth, fc_paused })
 }
 
 fn spawn_load(spec: &BenchSpec, cluster: &Cluster, out: &Path) -> Result<Child> {
@@ -287,7 +300,7 @@ pub fn render(spec: &BenchSpec, runs: &[(String, std::result::Result<Vec<Step>, 
         spec.threads.first().copied().unwrap_or(8),
         elapsed.as_secs_f64() / 60.0
     );
-    out += &format!("{:<12} {:>9} {:>10} {:>11} {:>9} {:>13} {:>13} {:>13}\n", "provider", "fragments", "UPDATE s", "node 2 +s", "stall s", "baseline tps", "node1 RSS +MB", "node2 RSS +MB");
+    out += &format!("{:<12} {:>9} {:>10} {:>11} {:>9} {:>13} {:>13} {:>13} {:>11}\n", "provider", "fragments", "UPDATE s", "node 2 +s", "stall s", "baseline tps", "node1 RSS +MB", "node2 RSS +MB", "FC paused %");
     for (label, result) in runs {
         match result {
             Err(e) => out += &format!("{label:<12} n/a: {e}\n"),
@@ -295,7 +308,7 @@ pub fn render(spec: &BenchSpec, runs: &[(String, std::result::Result<Vec<Step>, 
                 for s in steps {
                     out += &match &s.outcome {
                         Ok(f) => format!(
-                            "{:<12} {:>9} {:>10.1} {:>11.1} {:>9} {:>13.0} {:>13} {:>13}\n",
+                            "{:<12} {:>9} {:>10.1} {:>11.1} {:>9} {:>13.0} {:>13} {:>13} {:>11.0}\n",
                             label,
                             fragment_label(s.fragment),
                             f.update.as_secs_f64(),
@@ -303,7 +316,8 @@ pub fn render(spec: &BenchSpec, runs: &[(String, std::result::Result<Vec<Step>, 
                             f.stall_secs,
                             f.baseline_tps,
                             f.rss_growth[0] >> 20,
-                            f.rss_growth[1] >> 20
+                            f.rss_growth[1] >> 20,
+                            100.0 * f.fc_paused
                         ),
                         Err(e) => format!("{:<12} {:>9} n/a: {}\n", label, fragment_label(s.fragment), e),
                     };

@@ -42,9 +42,10 @@ options (lists are comma-separated):
                         oltp_update_index (the first --threads value, 8)
                         per --fragments size; prints the UPDATE's time,
                         how much later node 2 applied it, the seconds the
-                        load fell under a tenth of its baseline, and each
-                        node's resident-memory growth. Give it first: it
-                        sets --nodes 2
+                        load fell under a tenth of its baseline, each
+                        node's resident-memory growth, and the share of
+                        the UPDATE node 1 was paused by flow control.
+                        Give it first: it sets --nodes 2
   --rows N              big-trx: rows of the big table (default 500000)
   --fragments LIST      big-trx: wsrep_trx_fragment_size values in bytes, 0
                         for no streaming (default 0,10000,100000,1000000)
