@@ -18,9 +18,6 @@ use crate::gtid::{Gtid, Seqno, Uuid, SEQNO_UNDEFINED};
 use crate::log;
 use crate::writeset::{flags, WriteSet};
 
-/// `next_seqno` once the stream broke (see `Shared::in_order`).
-const BROKEN: Seqno = Seqno::MIN;
-
 /// The outcome of a local proposal, handed from the group thread to the
 /// client thread waiting for it.
 #[derive(Clone, Debug)]
@@ -80,26 +77,20 @@ impl Pending {
 /// The node's end of the group: owned by the group thread.
 pub(super) struct NodeDelivery(pub Arc<Shared>);
 
-impl NodeDelivery {
-    /// The group delivers nothing more this node can trust: it leaves as
-    /// after a failed apply. Leaving waits for the group thread, which
-    /// runs this: another thread leaves.
-    fn leave(&self) {
-        let shared = self.0.clone();
-        std::thread::Builder::new()
-            .name("lockstep-halt".into())
-            .spawn(move || shared.leave_inconsistent())
-            .map(drop)
-            .unwrap_or_else(|e| log::error!("cannot start leaving the cluster: {}", e));
-    }
-}
-
 impl Delivery for NodeDelivery {
     fn deliver(&mut self, events: &mut Vec<GroupEvent>) {
         for ev in events.drain(..) {
             match ev {
-                GroupEvent::Halted { .. } => self.leave(),
-                ev if !self.0.in_order(&ev) => self.leave(),
+                // Leaving waits for the group thread, which runs this:
+                // another thread leaves.
+                GroupEvent::Halted { .. } => {
+                    let shared = self.0.clone();
+                    std::thread::Builder::new()
+                        .name("lockstep-halt".into())
+                        .spawn(move || shared.leave_inconsistent())
+                        .map(drop)
+                        .unwrap_or_else(|e| log::error!("cannot start leaving the cluster: {}", e));
+                }
                 ev => self.0.on_event(ev),
             }
         }
@@ -111,39 +102,6 @@ impl Delivery for NodeDelivery {
 }
 
 impl Shared {
-    /// Seqnos reach the node one after the other: a writeset or primary
-    /// view at any other seqno means the group layer lost or repeated
-    /// something, and certifying or applying it could diverge this node.
-    /// The stream starts over at a rejoin or a recovery (any seqno), and
-    /// jumps at a snapshot. Once broken, the node takes nothing more.
-    pub(super) fn in_order(&self, ev: &GroupEvent) -> bool {
-        let seqno = match ev {
-            GroupEvent::Ordered { seqno, .. } => *seqno,
-            GroupEvent::View(v) if v.primary => v.seqno,
-            GroupEvent::Restored { view, .. } => {
-                self.next_seqno.store(view.seqno + 1, Ordering::SeqCst);
-                return true;
-            }
-            GroupEvent::Rejoining | GroupEvent::Bootstrapping => {
-                self.next_seqno.store(SEQNO_UNDEFINED, Ordering::SeqCst);
-                return true;
-            }
-            _ => return true,
-        };
-        let due = self.next_seqno.load(Ordering::SeqCst);
-        if due == BROKEN {
-            return false;
-        }
-        if due != SEQNO_UNDEFINED && seqno != due {
-            log::error!("the group delivered seqno {} where {} was due: this node takes nothing more and leaves the cluster", seqno, due);
-            assert!(!cfg!(test), "seqno {} delivered where {} was due", seqno, due);
-            self.next_seqno.store(BROKEN, Ordering::SeqCst);
-            return false;
-        }
-        self.next_seqno.store(seqno + 1, Ordering::SeqCst);
-        true
-    }
-
     fn on_event(&self, ev: GroupEvent) {
         match ev {
             GroupEvent::Ordered { seqno, origin, token, payload } => self.on_ordered(seqno, origin, token, payload),

@@ -129,10 +129,6 @@ pub struct Shared {
     receivers: AtomicUsize,
     /// Highest seqno the group delivered (pause point, causal reads).
     last_ordered: AtomicI64,
-    /// The seqno the group must deliver next (SEQNO_UNDEFINED: any, at
-    /// the start of a stream: first join, rejoin, recovery); see
-    /// `Shared::follows`.
-    next_seqno: AtomicI64,
     /// Seqnos up to this one are in the state a transfer installed: the
     /// appliers skip them.
     skip_upto: AtomicI64,
@@ -256,7 +252,6 @@ impl Node {
             counters: Counters::default(),
             receivers: AtomicUsize::new(0),
             last_ordered: AtomicI64::new(position.seqno),
-            next_seqno: AtomicI64::new(SEQNO_UNDEFINED),
             skip_upto: AtomicI64::new(SEQNO_UNDEFINED),
             apply_failed: AtomicI64::new(SEQNO_UNDEFINED),
             awaiting_sync: Default::default(),

@@ -428,27 +428,3 @@ fn unsafe_grastate_refuses_bootstrap() {
     let node = Node::new(args, Box::new(App(server)));
     assert_eq!(node.connect("t", &bootstrap_address(), "", true), Status::NodeFail);
 }
-
-fn ordered(seqno: Seqno) -> crate::group::GroupEvent {
-    crate::group::GroupEvent::Ordered { seqno, origin: Uuid::NIL, token: 0, payload: bytes::Bytes::new() }
-}
-
-#[test]
-#[should_panic(expected = "seqno 5 delivered where 2 was due")]
-fn a_seqno_out_of_turn_breaks_the_stream() {
-    // Bootstrapped at seqno 1: 2 is due.
-    let h = start(temp_dir(), 1);
-    h.node.shared.in_order(&ordered(5));
-}
-
-#[test]
-fn the_stream_starts_over_at_a_rejoin_and_jumps_at_a_snapshot() {
-    let h = start(temp_dir(), 1);
-    let s = &h.node.shared;
-    assert!(s.in_order(&ordered(2)));
-    assert!(s.in_order(&crate::group::GroupEvent::Rejoining));
-    assert!(s.in_order(&ordered(1)) && s.in_order(&ordered(2)));
-    let view = h.node.shared.status().view.clone().expect("a view");
-    assert!(s.in_order(&crate::group::GroupEvent::Restored { node: bytes::Bytes::new(), view: crate::group::View { seqno: 40, ..view } }));
-    assert!(s.in_order(&ordered(41)));
-}
