@@ -235,7 +235,13 @@ impl Shared {
 
     fn on_view(&self, v: View) {
         if v.primary {
-            self.adopt_history(&v);
+            // A rejoining node replays the views of its previous
+            // incarnation (not its own, my_idx -1): its data and monitors
+            // are where they were, only certification follows the replay.
+            let replayed = v.my_idx < 0 && self.status().rejoining;
+            if !replayed {
+                self.adopt_history(&v);
+            }
             self.cert.lock().unwrap_or_else(|e| e.into_inner()).skip(v.seqno);
             let mut gcache = self.gcache.lock().unwrap_or_else(|e| e.into_inner());
             gcache.set_history(v.history);
