@@ -332,7 +332,7 @@ impl Driver {
         self.removed_members.clear();
         self.quorum = super::quorum::Quorum::default();
         // The leader's verdict on our weight was about the incarnation the
-        // group removed (the simulator's member has always reset it).
+        // group removed.
         self.leader_says = None;
         self.removed = false;
         self.restarted.clear();
