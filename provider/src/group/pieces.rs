@@ -35,18 +35,14 @@ pub const WINDOW_PIECES: usize = 8;
 /// bigger total can only be a corrupt piece.
 pub const MAX_TOTAL: u64 = 4 << 30;
 
-/// How many pieces a payload of `len` bytes takes (one for an empty one).
-pub fn count(len: usize) -> usize {
-    count_of(len, PIECE_BYTES)
-}
-
 /// The log entry of piece `i` of `body`, proposed by `origin` under wire
 /// token `token`. A body of one piece is an ordinary `Ordered` entry.
 pub fn entry(origin: Uuid, token: u64, body: &Bytes, i: usize) -> Vec<u8> {
     entry_of(origin, token, body, i, PIECE_BYTES)
 }
 
-/// `count` for pieces of `piece` bytes (the simulator cuts small ones).
+/// How many pieces of `piece` bytes a payload of `len` bytes takes (one
+/// for an empty one).
 pub fn count_of(len: usize, piece: usize) -> usize {
     len.div_ceil(piece).max(1)
 }
@@ -160,8 +156,8 @@ mod tests {
     #[test]
     fn a_small_body_is_one_ordered_entry() {
         let b = body(PIECE_BYTES);
-        assert_eq!(count(b.len()), 1);
-        assert_eq!(count(0), 1);
+        assert_eq!(count_of(b.len(), PIECE_BYTES), 1);
+        assert_eq!(count_of(0, PIECE_BYTES), 1);
         let e = Entry::decode(&Bytes::from(entry(Uuid::NIL, 3, &b, 0))).unwrap();
         assert_eq!(e, Entry::Ordered { origin: Uuid::NIL, token: 3, payload: b });
     }
@@ -169,7 +165,7 @@ mod tests {
     #[test]
     fn pieces_in_order_give_back_the_body_once() {
         let (origin, b) = (Uuid::random(), body(3 * PIECE_BYTES + 17));
-        assert_eq!(count(b.len()), 4);
+        assert_eq!(count_of(b.len(), PIECE_BYTES), 4);
         let mut a = Assemblies::default();
         assert_eq!(feed(&mut a, origin, 1, &b, 0..3), Assembled::Progress(3 * PIECE_BYTES as u64));
         assert_eq!(a.bytes(), 3 * PIECE_BYTES);

@@ -32,7 +32,7 @@ impl Shared {
     }
 
     fn causal_deadline(&self, tout: i32) -> Option<Instant> {
-        let wait = if tout < 0 { self.settings().causal_read_timeout } else { Duration::from_secs(tout as u64) };
+        let wait = if tout < 0 { self.setting(|s| s.causal_read_timeout) } else { Duration::from_secs(tout as u64) };
         Instant::now().checked_add(wait)
     }
 

@@ -73,7 +73,7 @@ impl Shared {
     }
 
     fn toi_writeset(&self, conn_id: u64, keys: &[KeyParts], action: &[&[u8]], fl: u32) -> Result<WriteSet, Status> {
-        let limit = self.settings().max_ws_size;
+        let limit = self.setting(|s| s.max_ws_size);
         let mut b = Builder::new();
         for parts in keys {
             b.append_key(parts.clone(), KeyKind::Exclusive, limit).map_err(|_| Status::SizeExceeded)?;
