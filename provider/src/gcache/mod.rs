@@ -10,6 +10,8 @@
 //! The records live in a ring buffer file of `gcache.size` bytes,
 //! `gcache.dir`/`gcache.name` (`galera.cache` in the data directory, as
 //! with Galera); only the index (seqno -> place in the file) is in memory.
+//! The file is mapped, as Galera's ring buffer is, once its blocks are
+//! allocated (`ring::Medium::mapped`); else it is written with pwrite.
 //! The newest seqnos are always kept, the oldest overwritten first. The
 //! file survives a restart (`gcache.recover`, `open.rs`): a restarted node
 //! can still serve IST for what it had cached. Galera's overflow pages

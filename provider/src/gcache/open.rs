@@ -30,7 +30,7 @@ impl Gcache {
         };
         let why = match recover {
             true => match recover_file(&file, size) {
-                Ok((header, found)) => return Gcache::recovered(Medium::File(file), place, header, found),
+                Ok((header, found)) => return Gcache::recovered(Medium::mapped(file, size), place, header, found),
                 Err(why) => why,
             },
             false => "gcache.recover is off".to_string(),
@@ -125,5 +125,5 @@ fn fresh(file: File, size: u64) -> io::Result<Ring> {
         libc::EOPNOTSUPP | libc::EINVAL => file.set_len(size)?,
         e => return Err(io::Error::from_raw_os_error(e)),
     }
-    Ring::create(Medium::File(file), size, Uuid::NIL)
+    Ring::create(Medium::mapped(file, size), size, Uuid::NIL)
 }

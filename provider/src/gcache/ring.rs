@@ -24,14 +24,42 @@ use crate::gtid::{Seqno, Uuid};
 /// Where the ring's bytes are.
 pub enum Medium {
     File(File),
+    /// The file mapped into memory (see `Medium::mapped`).
+    Mapped { map: Mutex<memmap2::MmapMut>, _file: File },
     /// Grows up to the ring's size as it is written.
     Memory(Mutex<Vec<u8>>),
 }
 
 impl Medium {
+    /// The file, mapped when that is safe. Every ordered seqno is written
+    /// here on the group thread, where every commit of the cluster waits:
+    /// through the file system it was two system calls and a fifth of
+    /// that thread's time under a sysbench load. Only a file whose
+    /// `size` bytes are allocated on disk is mapped: writing to a hole of
+    /// a mapping on a full disk is a SIGBUS, which would kill mariadbd.
+    pub fn mapped(file: File, size: u64) -> Medium {
+        // SAFETY: a valid descriptor; posix_fallocate only allocates the
+        // file's blocks (it keeps what they hold).
+        if unsafe { libc::posix_fallocate(std::os::fd::AsRawFd::as_raw_fd(&file), 0, size as libc::off_t) } != 0 {
+            return Medium::File(file);
+        }
+        // SAFETY: the file is this node's own gcache, opened read-write
+        // and sized above; nothing else of this process maps or resizes
+        // it, and every access goes through the mutex.
+        match unsafe { memmap2::MmapMut::map_mut(&file) } {
+            Ok(map) if map.len() as u64 == size => Medium::Mapped { map: Mutex::new(map), _file: file },
+            _ => Medium::File(file),
+        }
+    }
+
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         match self {
             Medium::File(f) => f.read_exact_at(buf, offset),
+            Medium::Mapped { map, .. } => {
+                let map = map.lock().unwrap_or_else(|e| e.into_inner());
+                buf.copy_from_slice(map.get(within(offset, buf.len(), map.len())?).expect("checked range"));
+                Ok(())
+            }
             Medium::Memory(m) => {
                 let m = m.lock().unwrap_or_else(|e| e.into_inner());
                 buf.fill(0);
@@ -43,9 +71,15 @@ impl Medium {
         }
     }
 
-    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+    pub(super) fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         match self {
             Medium::File(f) => f.write_all_at(buf, offset),
+            Medium::Mapped { map, .. } => {
+                let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+                let range = within(offset, buf.len(), map.len())?;
+                map[range].copy_from_slice(buf);
+                Ok(())
+            }
             Medium::Memory(m) => {
                 let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
                 let end = offset as usize + buf.len();
@@ -57,6 +91,12 @@ impl Medium {
             }
         }
     }
+}
+
+/// The bytes at `offset` of a mapping of `len`, if it holds them all.
+fn within(offset: u64, n: usize, len: usize) -> io::Result<std::ops::Range<usize>> {
+    let start = usize::try_from(offset).ok().filter(|s| s.checked_add(n).is_some_and(|end| end <= len));
+    start.map(|s| s..s + n).ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "beyond the end of the gcache file"))
 }
 
 /// A record in the ring.

@@ -351,3 +351,22 @@ fn look_alike_headers_cannot_make_recovery_slow() {
     assert_eq!(seqnos(&file.open(1 << 16)), (None, None), "recreated");
     assert!(started.elapsed() < std::time::Duration::from_secs(2));
 }
+
+#[test]
+fn the_ring_file_is_mapped_and_a_read_or_write_past_its_end_is_an_error() {
+    let file = TempFile::new();
+    let f = std::fs::OpenOptions::new().read(true).write(true).create(true).open(&file.0).unwrap();
+    let medium = ring::Medium::mapped(f, 4096);
+    assert!(matches!(medium, ring::Medium::Mapped { .. }), "an allocated file is mapped");
+    medium.write_at(b"record", 4090).unwrap();
+    let mut back = [0u8; 6];
+    medium.read_at(&mut back, 4090).unwrap();
+    assert_eq!(&back, b"record");
+    assert!(medium.write_at(b"record", 4091).is_err());
+    assert!(medium.read_at(&mut back, u64::MAX - 2).is_err());
+    drop(medium);
+    use std::os::unix::fs::FileExt;
+    let mut on_disk = [0u8; 6];
+    std::fs::File::open(&file.0).unwrap().read_exact_at(&mut on_disk, 4090).unwrap();
+    assert_eq!(&on_disk, b"record", "the mapping writes the file");
+}
