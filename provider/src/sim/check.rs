@@ -26,6 +26,8 @@ pub enum Note {
     /// The member starts over as a joiner (its sequence restarts).
     Rejoining,
     NonPrimary,
+    /// The member failed its client's writeset (`token`: the client's).
+    Failed { token: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,7 +72,7 @@ impl Checker {
                 self.last.insert(member, None);
                 Ok(())
             }
-            Note::NonPrimary => Ok(()),
+            Note::NonPrimary | Note::Failed { .. } => Ok(()),
         }
     }
 

@@ -128,6 +128,7 @@ impl SimNode {
                 self.notes.push(Note::Rejoining);
             }
             GroupEvent::Halted { index } => self.halted = Some(index),
+            GroupEvent::ProposalFailed { token } => self.notes.push(Note::Failed { token }),
             _ => {}
         }
     }

@@ -22,7 +22,7 @@ mod driven;
 mod network;
 mod rng;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -106,6 +106,10 @@ struct Sim {
     check: Checker,
     /// Per member: waiting client writesets (token -> when sent).
     waiting: Vec<HashMap<u64, u64>>,
+    /// Per member: writesets its driver has not answered yet, ordered or
+    /// failed (token -> when sent), whether or not their client still
+    /// waits: every one must be answered (see `finish`).
+    unanswered: Vec<BTreeMap<u64, u64>>,
     next_token: u64,
     partition_since: Option<u64>,
     faults: Vec<String>,
@@ -189,6 +193,7 @@ impl Sim {
             frozen_until: vec![0; n],
             crashed: vec![false; n],
             waiting: vec![HashMap::new(); n],
+            unanswered: vec![BTreeMap::new(); n],
             net,
             check: Checker::default(),
             members,
@@ -287,9 +292,14 @@ impl Sim {
     fn on_note(&mut self, i: usize, note: Note) -> Result<(), String> {
         match &note {
             Note::Ordered { seqno, origin, token, pass, .. } if *origin == self.members[i].id() => {
+                self.unanswered[i].remove(token);
                 if self.waiting[i].remove(token).is_some() && *pass {
                     self.check.ack(*seqno, *origin, *token);
                 }
+            }
+            Note::Failed { token } => {
+                self.unanswered[i].remove(token);
+                self.waiting[i].remove(token);
             }
             Note::Rejoining | Note::NonPrimary => self.waiting[i].clear(),
             _ => {}
@@ -326,6 +336,7 @@ impl Sim {
             let ws = self.writeset(i, token);
             if self.members[i].propose(token, &ws, at(self.base, self.now)) {
                 self.waiting[i].insert(token, self.now);
+                self.unanswered[i].insert(token, self.now);
             }
             self.flush(i)?;
         }
@@ -406,6 +417,7 @@ impl Sim {
                 self.frozen_until.push(0);
                 self.crashed.push(false);
                 self.waiting.push(HashMap::new());
+                self.unanswered.push(BTreeMap::new());
                 self.net.side.push(0);
             }
             Fault::Freeze => {
@@ -447,11 +459,20 @@ impl Sim {
     }
 
     /// After the settle time. Safety: the leader's sequence holds every
-    /// acknowledged writeset. Liveness (reported, see `Summary::stuck`):
-    /// every node up is a primary member of the final view at the
-    /// leader's position.
+    /// acknowledged writeset. Liveness, failing the run: every member up
+    /// answered every writeset of its clients, ordered or failed (the
+    /// driver fails one that made no progress for its give-up time, 15 s,
+    /// and all of them when it leaves the primary component; the load
+    /// stops `SETTLE_MS` before the end). Liveness, reported (see
+    /// `Summary::stuck`): every node up is a primary member of the final
+    /// view at the leader's position.
     fn finish(&mut self) -> Result<Vec<String>, String> {
         let survivors: Vec<usize> = (0..self.members.len()).filter(|i| !self.crashed[*i]).collect();
+        for &i in &survivors {
+            if let Some((token, sent)) = self.unanswered[i].iter().next() {
+                return Err(format!("node{} never answered the writeset of token {} its client sent at {} ms", i + 1, token, sent));
+            }
+        }
         let leader = survivors.iter().copied().find(|i| self.members[*i].is_leader() && self.members[*i].is_primary());
         let Some(leader) = leader else {
             for i in &survivors {
