@@ -103,10 +103,20 @@ pub fn side_standing(state: &GroupState, hears: impl Fn(&Member) -> bool) -> Sta
     standing(state.weight_of(hears), state.weight_of(|_| true))
 }
 
-/// The leader's verdict on its side: itself and the members it heard
-/// within `VERDICT_WINDOW` (`heard`, by raft id), weighed.
+/// The leader's verdict on its side: itself and the voters it heard
+/// within `VERDICT_WINDOW` (`heard`, by raft id), weighed against all
+/// voters, as the weighted commit index weighs them. Weighing joiners
+/// (learners) too, a leader whose voters split their weight evenly once a
+/// heavy voter died stayed primary on a joiner's weight while it could
+/// deliver nothing, not even the removal of the dead voter: its clients
+/// waited forever (simulator, seed 4765 before this rule: voters of
+/// weight 1, 1, 1 and 3, a joiner of 1, the 3 crashed). Now that side is
+/// non-primary and its clients get an error, as Galera's would in a
+/// component without a weighted majority.
 pub fn leader_standing(state: &GroupState, leader: super::super::gtid::Uuid, heard: impl Fn(u64) -> bool) -> Standing {
-    side_standing(state, |m| m.info.id == leader || heard(m.info.id.raft_id()))
+    let voters = |m: &Member| m.voter;
+    let held = state.weight_of(|m| voters(m) && (m.info.id == leader || heard(m.info.id.raft_id())));
+    standing(held, state.weight_of(voters))
 }
 
 /// Whether the leader may remove silent `member`: the view without it
@@ -296,6 +306,31 @@ mod tests {
         assert_eq!(committed(&[(4, 2), (8, 1)]), 4);
         assert_eq!(committed(&[(4, 0), (8, 1)]), 8, "weight 0 never counts");
         assert_eq!(committed(&[]), 0);
+    }
+
+    /// Seed 4765's view (see `leader_standing`): voters of weight 1, 1, 1
+    /// and 3, a joiner (a learner) of weight 1; the heavy voter is gone.
+    #[test]
+    fn a_leader_weighs_the_voters_it_hears_as_the_commit_index_does() {
+        use crate::group::entry::{Entry, MemberInfo, Membership};
+        use crate::gtid::Uuid;
+        let ids: Vec<Uuid> = (0..5).map(|_| Uuid::random()).collect();
+        let info = |i: usize| MemberInfo { id: ids[i], name: format!("node{}", i + 1), incoming: String::new(), address: String::new() };
+        let mut g = GroupState::new(ids[0]);
+        let mut out = Vec::new();
+        g.apply_membership(Membership::Bootstrap { history: Uuid::random(), position: 0, member: info(0) }, &mut out);
+        for i in 1..5 {
+            g.apply_membership(Membership::Add { member: info(i) }, &mut out);
+        }
+        for i in 1..4 {
+            g.apply_membership(Membership::Promote { member: ids[i] }, &mut out);
+        }
+        g.apply(Entry::Weight { member: ids[3], weight: 3 }, &mut out);
+        let heavy = ids[3].raft_id();
+        let alive = |id: u64| if id == heavy { 0 } else { 9 };
+        assert_eq!(commit_index(&g, alive, 9), 0, "the voters left hold 3 of 6");
+        assert_eq!(leader_standing(&g, ids[0], |id| id != heavy), Standing::Split, "so the leader is not primary");
+        assert_eq!(leader_standing(&g, ids[0], |id| id == heavy), Standing::Majority, "the leader and the heavy voter: 4 of 6");
     }
 
     #[test]

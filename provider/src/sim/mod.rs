@@ -7,10 +7,11 @@
 //! after every step. Sockets, threads and clocks are the simulation's:
 //! no rule of the group is written twice.
 //!
-//! Safety violations fail a run. Liveness is reported: a member that has
-//! not rejoined or caught up after the settle time is listed in
-//! `Summary::stuck` (1 seed in 2000: a member evicted near the end of the
-//! faults is not taken back before the run ends).
+//! Safety violations fail a run, and so does a writeset its member never
+//! answered. Other liveness is reported: a member that has not rejoined
+//! or caught up after the settle time is listed in `Summary::stuck`
+//! (about 1 seed in 1000; mostly a member at the leader's position that
+//! is not primary again when the run ends).
 //!
 //! A run is a function of its seed: `run(seed)` either passes or says what
 //! diverged, and the same seed replays the same schedule
@@ -169,6 +170,18 @@ fn debug_state(index: usize, m: &Driven, leader: Option<&Driven>) {
             eprintln!("  assembling {} bytes of token {} from {} (a member: {})", bytes, token, origin, l.state().member(origin).is_some());
         }
     }
+}
+
+/// With LOCKSTEP_SIM_DEBUG set: the group as member `m` (a leader) has
+/// it, weights and votes, which decide what it may deliver.
+fn debug_group(m: &Driven) {
+    if std::env::var_os("LOCKSTEP_SIM_DEBUG").is_none() {
+        return;
+    }
+    for g in m.state().members() {
+        eprintln!("  member {}: voter {}, weight {}, {:?}", g.info.name, g.voter, g.weight, g.state);
+    }
+    eprintln!("  raft configuration: {:?}", m.raft().raft.prs().conf());
 }
 
 impl Sim {
@@ -432,10 +445,13 @@ impl Sim {
         }
     }
 
-    /// Whether the others weigh no majority without member `i`.
+    /// Whether the other voters weigh no majority of the voters without
+    /// member `i` (as `weights::leader_standing` weighs them), in the
+    /// group as member `i` last saw it.
     fn decides_quorum(&self, i: usize) -> bool {
-        let total: u64 = self.members.iter().map(|m| u64::from(m.weight())).sum();
-        let rest = total - u64::from(self.members[i].weight());
+        let state = self.members[i].state();
+        let total = state.weight_of(|m| m.voter);
+        let rest = state.weight_of(|m| m.voter && m.info.id != self.members[i].id());
         crate::group::weights::standing(rest, total) != crate::group::weights::Standing::Majority
     }
 
@@ -470,6 +486,13 @@ impl Sim {
         let survivors: Vec<usize> = (0..self.members.len()).filter(|i| !self.crashed[*i]).collect();
         for &i in &survivors {
             if let Some((token, sent)) = self.unanswered[i].iter().next() {
+                let leader = survivors.iter().copied().find(|j| self.members[*j].is_leader());
+                for &j in &survivors {
+                    debug_state(j, &self.members[j], leader.map(|l| &self.members[l]));
+                }
+                if let Some(l) = leader {
+                    debug_group(&self.members[l]);
+                }
                 return Err(format!("node{} never answered the writeset of token {} its client sent at {} ms", i + 1, token, sent));
             }
         }
