@@ -923,7 +923,8 @@ impl Driver {
             return;
         }
         let now = self.clock.now();
-        let leader = super::quorum::has_leader(self.raw.raft.leader_id, self.me.id.raft_id(), |id| self.liveness.is_recent(id, now))
+        let silent = super::quorum::LEADER_SILENT;
+        let leader = super::quorum::has_leader(self.raw.raft.leader_id, self.me.id.raft_id(), |id| self.liveness.heard_within(id, now, silent))
             && self.weight_allows_leader(now);
         if self.quorum.probe_due(now) {
             for id in &self.peers {

@@ -43,10 +43,19 @@ impl Policy {
     }
 }
 
+/// How long a leader may be silent before a member counts itself
+/// leaderless: Raft's election timeout (10 to 20 ticks of 50 ms). A voter
+/// campaigns then and forgets its leader anyway; a learner never does, and
+/// with the suspect timeout here (5 s) it stayed primary for 10 s in a
+/// partition of its own, while the other side had a primary component of
+/// its own from 6 s on (simulator, seed 7072).
+pub const LEADER_SILENT: Duration = Duration::from_secs(1);
+
 /// Whether this member has a leader: raft-rs knows one (`leader`, 0 for
-/// none) and it is this member or was heard from lately. A learner never
-/// campaigns, so raft-rs keeps naming a leader that went silent (or that
-/// removed it while it was stopped); only hearing from it tells.
+/// none) and it is this member or was heard from within `LEADER_SILENT`.
+/// A learner never campaigns, so raft-rs keeps naming a leader that went
+/// silent (or that removed it while it was stopped); only hearing from it
+/// tells.
 pub fn has_leader(leader: u64, me: u64, heard_lately: impl Fn(u64) -> bool) -> bool {
     leader != raft::INVALID_ID && (leader == me || heard_lately(leader))
 }
