@@ -2,7 +2,7 @@
 //! run the production group driver over a seeded network, clock and
 //! faults.
 //!
-//! `LOCKSTEP_SIM_SEEDS=N` sets how many seeds run (default 4000, from
+//! `LOCKSTEP_SIM_SEEDS=N` sets how many seeds run (default 10000, from
 //! `LOCKSTEP_SIM_FIRST`, default 1), on two threads; `LOCKSTEP_SIM_SEED=S`
 //! runs seed S alone and prints its schedule and the driver's log, which
 //! is how a failing seed reproduces. Liveness findings:
@@ -27,7 +27,7 @@ fn seeded_schedules_keep_every_invariant() {
         }
     }
     let first = env_u64("LOCKSTEP_SIM_FIRST").unwrap_or(1);
-    let count = env_u64("LOCKSTEP_SIM_SEEDS").unwrap_or(4000);
+    let count = env_u64("LOCKSTEP_SIM_SEEDS").unwrap_or(10_000);
     // Runs are independent and deterministic: two threads, one per core.
     let (odd, even): (Vec<u64>, Vec<u64>) = (first..first + count).partition(|s| s % 2 == 1);
     let mut results = std::thread::scope(|s| {
