@@ -934,7 +934,7 @@ impl Driver {
         match self.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
             Some(Change::Lost) => self.lose_primary_or_ignore(),
             Some(Change::AskRejoin) => {
-                log::info!("a leader is known again (member {:x}); asking the group for a primary view", self.raw.raft.leader_id);
+                log::info!("leader {:x} is known and this node is non-Primary: asking the group for a primary view", self.raw.raft.leader_id);
                 let entry = Entry::MemberState { member: self.me.id, transition: Transition::Rejoin, seqno: self.state.seqno() };
                 let _ = self.raw.propose(vec![], entry.encode());
             }

@@ -65,8 +65,9 @@ enum Phase {
     Primary,
     /// No leader since then; still primary until the grace ends.
     Leaderless(Instant),
-    /// The server was told non-primary; `asked` once a rejoin is proposed.
-    NonPrimary { asked: bool },
+    /// The server was told non-primary; `asked`: when a rejoin was
+    /// proposed to the leader now known.
+    NonPrimary { asked: Option<Instant> },
 }
 
 #[derive(Debug)]
@@ -97,6 +98,13 @@ impl Quorum {
     pub const MIN_GRACE: Duration = Duration::from_secs(2);
     /// How often a non-primary member calls its peers (see `probe_due`).
     pub const PROBE_EVERY: Duration = Duration::from_secs(1);
+    /// A rejoin not applied this long after it was proposed is proposed
+    /// again. A follower forwards it to the leader in a message that the
+    /// network may lose without a word, and the member then stayed
+    /// non-primary for good while its leader was known and heard
+    /// (simulator, seed 3455: a member back from a partition). A rejoin
+    /// applied twice only repeats the primary view.
+    pub const ASK_AGAIN: Duration = Duration::from_secs(5);
 
     pub fn is_primary(&self) -> bool {
         !matches!(self.phase, Phase::NonPrimary { .. })
@@ -110,16 +118,16 @@ impl Quorum {
             (Phase::Primary, false) => self.phase = Phase::Leaderless(now),
             (Phase::Leaderless(_), true) => self.phase = Phase::Primary,
             (Phase::Leaderless(since), false) if now.saturating_duration_since(since) >= grace => {
-                self.phase = Phase::NonPrimary { asked: false };
+                self.phase = Phase::NonPrimary { asked: None };
                 return Some(Change::Lost);
             }
-            (Phase::NonPrimary { asked: false }, true) => {
-                self.phase = Phase::NonPrimary { asked: true };
+            (Phase::NonPrimary { asked }, true) if asked.is_none_or(|at| now.saturating_duration_since(at) >= Self::ASK_AGAIN) => {
+                self.phase = Phase::NonPrimary { asked: Some(now) };
                 return Some(Change::AskRejoin);
             }
             // A proposal made while the new leader was lost again may be
             // dropped: ask again once there is one.
-            (Phase::NonPrimary { asked: true }, false) => self.phase = Phase::NonPrimary { asked: false },
+            (Phase::NonPrimary { asked: Some(_) }, false) => self.phase = Phase::NonPrimary { asked: None },
             _ => {}
         }
         None
@@ -189,6 +197,17 @@ mod tests {
         assert!(!q.is_primary());
         q.rejoined();
         assert!(q.is_primary());
+    }
+
+    #[test]
+    fn a_rejoin_not_applied_in_time_is_asked_again() {
+        let (mut q, t0) = (Quorum::default(), Instant::now());
+        q.observe(false, t0, GRACE);
+        assert_eq!(q.observe(false, at(t0, 5000), GRACE), Some(Change::Lost));
+        assert_eq!(q.observe(true, at(t0, 6000), GRACE), Some(Change::AskRejoin));
+        assert_eq!(q.observe(true, at(t0, 10_950), GRACE), None);
+        assert_eq!(q.observe(true, at(t0, 11_000), GRACE), Some(Change::AskRejoin), "the first was lost");
+        assert_eq!(q.observe(true, at(t0, 11_050), GRACE), None);
     }
 
     #[test]
