@@ -10,8 +10,9 @@
 //! Safety violations fail a run, and so does a writeset its member never
 //! answered. Other liveness is reported: a member that has not rejoined
 //! or caught up after the settle time is listed in `Summary::stuck`
-//! (about 1 seed in 1000; mostly a member at the leader's position that
-//! is not primary again when the run ends).
+//! (2 seeds in 10,000: a member that rejoined while the leader still
+//! counted its old incarnation's progress, and a run with no primary
+//! leader at the end).
 //!
 //! A run is a function of its seed: `run(seed)` either passes or says what
 //! diverged, and the same seed replays the same schedule
