@@ -57,7 +57,7 @@ impl Medium {
             Medium::File(f) => f.read_exact_at(buf, offset),
             Medium::Mapped { map, .. } => {
                 let map = map.lock().unwrap_or_else(|e| e.into_inner());
-                buf.copy_from_slice(map.get(within(offset, buf.len(), map.len())?).expect("checked range"));
+                buf.copy_from_slice(&map[within(offset, buf.len(), map.len())?]);
                 Ok(())
             }
             Medium::Memory(m) => {

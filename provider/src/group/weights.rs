@@ -114,9 +114,12 @@ pub fn side_standing(state: &GroupState, hears: impl Fn(&Member) -> bool) -> Sta
 /// non-primary and its clients get an error, as Galera's would in a
 /// component without a weighted majority.
 pub fn leader_standing(state: &GroupState, leader: super::super::gtid::Uuid, heard: impl Fn(u64) -> bool) -> Standing {
-    let voters = |m: &Member| m.voter;
-    let held = state.weight_of(|m| voters(m) && (m.info.id == leader || heard(m.info.id.raft_id())));
-    standing(held, state.weight_of(voters))
+    voters_standing(state, |m| m.info.id == leader || heard(m.info.id.raft_id()))
+}
+
+/// The voters `counts` keeps, weighed against all voters.
+pub fn voters_standing(state: &GroupState, counts: impl Fn(&Member) -> bool) -> Standing {
+    standing(state.weight_of(|m| m.voter && counts(m)), state.weight_of(|m| m.voter))
 }
 
 /// Whether the leader may remove silent `member`: the view without it

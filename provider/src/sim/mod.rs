@@ -450,10 +450,9 @@ impl Sim {
     /// member `i` (as `weights::leader_standing` weighs them), in the
     /// group as member `i` last saw it.
     fn decides_quorum(&self, i: usize) -> bool {
-        let state = self.members[i].state();
-        let total = state.weight_of(|m| m.voter);
-        let rest = state.weight_of(|m| m.voter && m.info.id != self.members[i].id());
-        crate::group::weights::standing(rest, total) != crate::group::weights::Standing::Majority
+        let id = self.members[i].id();
+        let rest = crate::group::weights::voters_standing(self.members[i].state(), |m| m.info.id != id);
+        rest != crate::group::weights::Standing::Majority
     }
 
     /// No two primary components once a partition has settled.
