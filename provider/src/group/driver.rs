@@ -552,9 +552,8 @@ impl Driver {
                     if self.state.member(self.me.id).is_some() && !self.peers.contains(&from) {
                         return log::debug!("dropping a {:?} from {:x}: not a member of this group", m.get_msg_type(), from);
                     }
-                    if !super::step::accepts(&m, self.raw.raft.raft_log.last_index()) {
-                        return log::debug!("dropping a stale {:?} from {:x} (commit {})", m.get_msg_type(), from, m.commit);
-                    }
+                    let log = &self.raw.raft.raft_log;
+                    let m = super::step::admit(m, log.last_index(), log.committed);
                     let _ = self.raw.step(m);
                 }
                 Err(e) => log::warning!("undecodable raft message from {:x}: {}", from, e),

@@ -514,6 +514,7 @@ impl Sim {
             } else if !m.is_primary() || m.position() != top {
                 stuck.push(format!("node{} is at {} (primary: {}), the leader at {}", i + 1, m.position(), m.is_primary(), top));
                 debug_state(i, m, Some(&self.members[leader]));
+                debug_group(&self.members[leader]);
             }
         }
         Ok(stuck)
