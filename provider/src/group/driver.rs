@@ -929,6 +929,7 @@ impl Driver {
             for id in &self.peers {
                 self.net.send(*id, KIND_PROBE, Bytes::new());
             }
+            self.relay_commit_index();
         }
         match self.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
             Some(Change::Lost) => self.lose_primary_or_ignore(),

@@ -83,6 +83,26 @@ impl Driver {
         }
     }
 
+    /// A non-primary member tells the others, with its probes, the weighted
+    /// commit index it knows. The leader that computed it may be gone
+    /// before the others heard it, and a member whose gate holds a
+    /// committed configuration change cannot campaign (raft-rs refuses
+    /// while one is unapplied): when every member but the old leader is in
+    /// that state, no leader is ever elected again (simulator seed 3600:
+    /// the old leader back from a partition, a pre-candidate the others
+    /// ignored, since they still took it for their leader). Term 0: not a
+    /// leader's notice, no verdict in it.
+    pub(super) fn relay_commit_index(&self) {
+        if !self.gate.ever_active() || self.raw.raft.state == StateRole::Leader {
+            return;
+        }
+        let index = self.gate.open_to().unwrap_or(self.raw.raft.raft_log.committed);
+        let payload = CommitNotice { term: 0, index, primary: false }.encode();
+        for id in &self.peers {
+            self.net.send(*id, KIND_COMMIT, payload.clone());
+        }
+    }
+
     /// A member's notice: the index is a fact about committed entries
     /// (the same on every member), whoever sends it; the verdict counts
     /// only from the current leader.
