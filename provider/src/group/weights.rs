@@ -130,12 +130,17 @@ pub fn may_remove(state: &GroupState, member: super::super::gtid::Uuid) -> bool 
 }
 
 /// Whether `member` alone weighs more than half of the last primary
-/// view: then every weighted majority includes it, so every entry
-/// delivered anywhere is in its log, and it can form the component again
-/// on its own when it loses its leader (a side of several members cannot:
-/// the others could still acknowledge the old component's entries).
+/// view's voters: then every weighted majority includes it (the weighted
+/// commit index weighs voters), so every entry delivered anywhere is in
+/// its log, and it can form the component again on its own when it loses
+/// its leader (a side of several members cannot: the others could still
+/// acknowledge the old component's entries). A joiner weighs nothing
+/// here, as in the commit index: counted, a voter of weight 2 beside a
+/// voter of 1 and a joiner of 1 stayed non-primary for good once the other
+/// voter died, since Raft could not elect it alone either (simulator seed
+/// 8199).
 pub fn decides_alone(state: &GroupState, member: super::super::gtid::Uuid) -> bool {
-    state.weighted() && side_standing(state, |m| m.info.id == member) == Standing::Majority
+    state.weighted() && voters_standing(state, |m| m.info.id == member) == Standing::Majority
 }
 
 /// What the leader tells the members every tick while weights differ.
@@ -334,6 +339,27 @@ mod tests {
         assert_eq!(commit_index(&g, alive, 9), 0, "the voters left hold 3 of 6");
         assert_eq!(leader_standing(&g, ids[0], |id| id != heavy), Standing::Split, "so the leader is not primary");
         assert_eq!(leader_standing(&g, ids[0], |id| id == heavy), Standing::Majority, "the leader and the heavy voter: 4 of 6");
+    }
+
+    /// Seed 8199's view (see `decides_alone`).
+    #[test]
+    fn a_voter_heavier_than_the_other_voters_decides_alone_whatever_the_joiners_weigh() {
+        use crate::group::entry::{Entry, MemberInfo, Membership};
+        use crate::gtid::Uuid;
+        let ids: Vec<Uuid> = (0..3).map(|_| Uuid::random()).collect();
+        let info = |i: usize| MemberInfo { id: ids[i], name: format!("node{}", i + 1), incoming: String::new(), address: String::new() };
+        let mut g = GroupState::new(ids[0]);
+        let mut out = Vec::new();
+        g.apply_membership(Membership::Bootstrap { history: Uuid::random(), position: 0, member: info(0) }, &mut out);
+        for i in 1..3 {
+            g.apply_membership(Membership::Add { member: info(i) }, &mut out);
+        }
+        g.apply_membership(Membership::Promote { member: ids[1] }, &mut out);
+        g.apply(Entry::Weight { member: ids[0], weight: 2 }, &mut out);
+        assert!(decides_alone(&g, ids[0]), "2 of the voters' 3");
+        assert!(!decides_alone(&g, ids[1]));
+        g.apply_membership(Membership::Promote { member: ids[2] }, &mut out);
+        assert!(!decides_alone(&g, ids[0]), "2 of 4 once the joiner votes");
     }
 
     #[test]
