@@ -6,7 +6,7 @@
 //! is a new member that catches up by IST/SST), so the log lives in memory.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -146,7 +146,7 @@ pub(crate) enum Start {
 
 pub(crate) struct Driver {
     pub(super) raw: RawNode<GroupLog>,
-    rx: Receiver<Command>,
+    inbox: super::commands::Inbox,
     pub(super) state: GroupState,
     delivery: Box<dyn Delivery>,
     pub(super) me: MemberInfo,
@@ -269,7 +269,7 @@ impl Default for Limits {
 impl Driver {
     pub fn new(
         cfg: DriverConfig,
-        rx: Receiver<Command>,
+        inbox: super::commands::Inbox,
         delivery: Box<dyn Delivery>,
         net: Arc<dyn Links>,
         clock: Arc<dyn Clock>,
@@ -288,7 +288,7 @@ impl Driver {
             limits: cfg.limits,
             clock,
             raw,
-            rx,
+            inbox,
             state: GroupState::new(cfg.me.id),
             delivery,
             me: cfg.me,
@@ -361,6 +361,7 @@ impl Driver {
     }
 
     pub fn run(mut self) {
+        self.inbox.bind_to_current_thread();
         self.campaign_if_bootstrapping();
         // A panic here is a bug; it must not take mariadbd down, and the
         // operator must learn why this node stopped replicating.
@@ -377,11 +378,8 @@ impl Driver {
     /// then steps; false once stopped.
     fn turn(&mut self) -> bool {
         let wait = self.next_tick.saturating_duration_since(self.clock.now());
-        match self.rx.recv_timeout(wait) {
-            Ok(cmd) => self.step(Some(cmd)),
-            Err(RecvTimeoutError::Timeout) => self.step(None),
-            Err(RecvTimeoutError::Disconnected) => false,
-        }
+        let cmd = self.inbox.recv_timeout(wait);
+        self.step(cmd)
     }
 
     /// Everything the driver does but wait: the command that woke it and
@@ -395,13 +393,9 @@ impl Driver {
             }
         }
         for _ in 0..BATCH {
-            match self.rx.try_recv() {
-                Ok(cmd) => {
-                    if !self.handle(cmd) {
-                        return false;
-                    }
-                }
-                Err(_) => break,
+            let Some(cmd) = self.inbox.try_recv() else { break };
+            if !self.handle(cmd) {
+                return false;
             }
         }
         if self.clock.now() >= self.next_tick {

@@ -7,6 +7,7 @@
 //! states. The node layer receives the result as [`GroupEvent`]s through
 //! its [`Delivery`]. Members talk over [`crate::transport`].
 
+pub(crate) mod commands;
 mod driver;
 pub mod entry;
 pub mod io;
@@ -27,7 +28,7 @@ pub mod state;
 pub mod step;
 
 use std::sync::atomic::{AtomicU8, Ordering as AtomicOrdering};
-use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -104,7 +105,7 @@ pub struct GroupConfig {
 /// The handle the node holds; the Raft node runs on its own thread.
 pub struct Group {
     me: MemberInfo,
-    tx: Mutex<Sender<Command>>,
+    commands: Arc<commands::Commands>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     counters: Arc<Counters>,
     net: Arc<Transport>,
@@ -213,12 +214,12 @@ impl FlowGate {
 
 impl Group {
     pub fn start(cfg: GroupConfig, delivery: Box<dyn Delivery>) -> Result<Group, GroupError> {
-        let (net, inbox) = start_transport(&cfg)?;
+        let (commands, inbox) = commands::queue();
+        let net = start_transport(&cfg, commands.clone())?;
         let mut me = cfg.me;
         if me.address.is_empty() || me.address.ends_with(":0") {
             me.address = net.local_addr().to_string();
         }
-        let (tx, rx) = channel();
         let counters = Arc::new(Counters::default());
         let start = match cfg.mode {
             Mode::Bootstrap { history, position } => Start::Bootstrap { history, position },
@@ -228,22 +229,18 @@ impl Group {
         let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts, previous: cfg.previous, raft, limits: Limits::default() };
         let flow = Arc::new(FlowGate::default());
         flow.reset(Instant::now());
-        let driver = Driver::new(driver_cfg, rx, delivery, net.clone(), Arc::new(io::SystemClock), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
-        let forward = {
-            let (tx, counters) = (tx.clone(), counters.clone());
-            spawn("lockstep-net-in", move || forward_inbound(inbox, tx, counters))?
-        };
+        let driver = Driver::new(driver_cfg, inbox, delivery, net.clone(), Arc::new(io::SystemClock), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
         let raft = spawn("lockstep-group", move || driver.run())?;
-        Ok(Group { me, tx: Mutex::new(tx), threads: Mutex::new(vec![raft, forward]), counters, net, flow })
+        Ok(Group { me, commands, threads: Mutex::new(vec![raft]), counters, net, flow })
     }
 
     pub fn me(&self) -> &MemberInfo {
         &self.me
     }
 
+    /// Waits while the driver's queue is full (see `commands`).
     fn command(&self, cmd: Command) -> Result<(), GroupError> {
-        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
-        tx.send(cmd).map_err(|_| GroupError::Closed)
+        self.commands.send(cmd).map_err(|_| GroupError::Closed)
     }
 
     /// Proposes an ordered payload, of any size (a large one goes in
@@ -407,35 +404,31 @@ impl Drop for Group {
     }
 }
 
-fn start_transport(cfg: &GroupConfig) -> Result<(Arc<Transport>, std::sync::mpsc::Receiver<crate::transport::Inbound>), GroupError> {
-    let (inbox_tx, inbox) = channel();
+/// The transport's frames and link events go straight into the driver's
+/// queue, a frame's reader waiting while it is full.
+struct NetInbox(Arc<commands::Commands>);
+
+impl crate::transport::Inbox for NetInbox {
+    fn frame(&self, inbound: crate::transport::Inbound) -> bool {
+        self.0.send(Command::Net(inbound)).is_ok()
+    }
+
+    fn event(&self, inbound: crate::transport::Inbound) {
+        self.0.send_now(Command::Net(inbound));
+    }
+}
+
+fn start_transport(cfg: &GroupConfig, commands: Arc<commands::Commands>) -> Result<Arc<Transport>, GroupError> {
     let identity = Identity { id: cfg.me.id.raft_id(), uuid: cfg.me.id, listen: cfg.me.address.clone() };
     let mut tc = TransportConfig::new(&cfg.listen, &cfg.cluster_name, identity);
     tc.allow = cfg.allow.clone();
     tc.isolation = cfg.isolation;
-    let net = Transport::start(tc, inbox_tx).map_err(|e| GroupError::Io(format!("cannot listen on {}: {}", cfg.listen, e)))?;
-    Ok((Arc::new(net), inbox))
+    let net = Transport::start(tc, NetInbox(commands)).map_err(|e| GroupError::Io(format!("cannot listen on {}: {}", cfg.listen, e)))?;
+    Ok(Arc::new(net))
 }
 
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, GroupError> {
     std::thread::Builder::new().name(name.into()).spawn(f).map_err(|e| GroupError::Io(format!("cannot start {}: {}", name, e)))
-}
-
-/// Moves network events into the driver's command queue (one queue, so the
-/// driver waits on a single channel). Ends when the driver has stopped.
-fn forward_inbound(inbox: std::sync::mpsc::Receiver<crate::transport::Inbound>, tx: Sender<Command>, counters: Arc<Counters>) {
-    loop {
-        match inbox.recv_timeout(Duration::from_millis(100)) {
-            Ok(i) => {
-                if tx.send(Command::Net(i)).is_err() {
-                    return;
-                }
-            }
-            Err(RecvTimeoutError::Timeout) if counters.stopped.load(AtomicOrdering::SeqCst) => return,
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 //! control past a backlog, and the member-state transitions a joined node
 //! reports. No rule of the group is written here.
 
-use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,6 +16,7 @@ use super::check::Note;
 use super::network::Msg;
 use super::{raft_id, uuid, HISTORY};
 use crate::cert::{Certification, Verdict};
+use crate::group::commands::Commands;
 use crate::group::entry::{Entry, MemberInfo, Transition};
 use crate::group::io::{Clock, Links};
 use crate::group::liveness::Timeouts;
@@ -153,7 +153,7 @@ pub struct Driven {
     index: usize,
     info: MemberInfo,
     driver: Driver,
-    tx: Sender<Command>,
+    commands: Arc<Commands>,
     links: Arc<SimLinks>,
     clock: Arc<SimClock>,
     node: Arc<Mutex<SimNode>>,
@@ -177,7 +177,7 @@ impl Driven {
     }
 
     fn command(&self, cmd: Command) {
-        self.tx.send(cmd).expect("the driver owns the receiver");
+        self.commands.send(cmd).expect("the driver owns the receiver");
     }
 
     /// What the server's node layer does each tick: its appliers work
@@ -252,16 +252,16 @@ impl Driven {
             in_view: false,
             halted: None,
         }));
-        let (tx, rx) = channel();
+        let (commands, inbox) = crate::group::commands::queue();
         let links = Arc::new(SimLinks::default());
         let clock = Arc::new(SimClock(Mutex::new(now)));
         let flow = Arc::new(FlowGate::default());
         let counters = Arc::new(Counters::default());
         let delivery = Box::new(NodeDelivery(node.clone()));
-        let mut driver = Driver::new(cfg, rx, delivery, links.clone(), clock.clone(), counters, flow.clone()).expect("a valid raft configuration");
+        let mut driver = Driver::new(cfg, inbox, delivery, links.clone(), clock.clone(), counters, flow.clone()).expect("a valid raft configuration");
         driver.campaign_if_bootstrapping();
-        tx.send(Command::Policy(Policy { weight, ..Policy::default() })).expect("the driver owns the receiver");
-        Driven { index, info, driver, tx, links, clock, node, flow, weight, election_tick, apply_rate, stop_requested: false }
+        commands.send(Command::Policy(Policy { weight, ..Policy::default() })).expect("the driver owns the receiver");
+        Driven { index, info, driver, commands, links, clock, node, flow, weight, election_tick, apply_rate, stop_requested: false }
     }
 
     pub fn tick(&mut self, now: Instant, _now_ms: u64) {

@@ -239,7 +239,7 @@ pub fn run_reader(shared: Arc<Shared>, link: Arc<Link>, stream: TcpStream) {
                     break (Level::Info, "isolated".into());
                 }
                 shared.counters.received(HEADER_LEN + payload.len());
-                if shared.inbox.send(Inbound::Frame { from: link.peer.id, kind, payload }).is_err() {
+                if !shared.inbox.frame(Inbound::Frame { from: link.peer.id, kind, payload }) {
                     break (Level::Debug, "the inbox is gone".into());
                 }
             }

@@ -121,6 +121,28 @@ pub enum Inbound {
     ContactFailed { addr: String, reason: String },
 }
 
+/// Where the transport puts what it receives: its owner's queue.
+pub trait Inbox: Send + Sync {
+    /// A frame, from a link's reader: may wait while the owner is behind,
+    /// which stops the reader and so, through TCP, the peer. False once
+    /// the owner is gone.
+    fn frame(&self, inbound: Inbound) -> bool;
+    /// A link event (up, down, a failed contact), sent under the peers
+    /// table's lock, which the owner's sends take too: never waits.
+    fn event(&self, inbound: Inbound);
+}
+
+/// An unbounded channel, for tests.
+impl Inbox for Sender<Inbound> {
+    fn frame(&self, inbound: Inbound) -> bool {
+        self.send(inbound).is_ok()
+    }
+
+    fn event(&self, inbound: Inbound) {
+        let _ = self.send(inbound);
+    }
+}
+
 /// For status variables and `lockstep cluster status`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TransportStats {
@@ -184,7 +206,7 @@ struct Shared {
     cluster: String,
     allow: Allow,
     limits: Limits,
-    inbox: Sender<Inbound>,
+    inbox: Box<dyn Inbox>,
     peers: Mutex<HashMap<PeerId, Peer>>,
     /// Signalled when links, wanted peers, isolation or stopping change.
     changed: Condvar,
@@ -246,7 +268,7 @@ pub struct Transport {
 
 impl Transport {
     /// Binds the listen address and starts the listener thread.
-    pub fn start(cfg: TransportConfig, inbox: Sender<Inbound>) -> std::io::Result<Transport> {
+    pub fn start(cfg: TransportConfig, inbox: impl Inbox + 'static) -> std::io::Result<Transport> {
         let listener = TcpListener::bind(net::resolve(&cfg.listen)?)?;
         listener.set_nonblocking(true)?;
         let local = listener.local_addr()?;
@@ -259,7 +281,7 @@ impl Transport {
             cluster: cfg.cluster_name,
             allow: cfg.allow,
             limits: cfg.limits,
-            inbox,
+            inbox: Box::new(inbox),
             peers: Mutex::default(),
             changed: Condvar::new(),
             sockets: Arc::default(),
@@ -300,7 +322,7 @@ impl Transport {
     pub fn connect_addr(&self, addr: &str) {
         let s = self.shared.clone();
         let failed = |reason: &str| {
-            let _ = s.inbox.send(Inbound::ContactFailed { addr: addr.to_string(), reason: reason.to_string() });
+            s.inbox.event(Inbound::ContactFailed { addr: addr.to_string(), reason: reason.to_string() });
         };
         if s.pending_contacts.fetch_add(1, Ordering::AcqRel) >= MAX_PENDING_CONTACTS {
             s.pending_contacts.fetch_sub(1, Ordering::AcqRel);

@@ -138,7 +138,7 @@ impl Shared {
                 // Sent under the table lock: PeerUp always precedes the
                 // link's frames and its PeerDown.
                 let p = &link.peer;
-                let _ = self.inbox.send(Inbound::PeerUp { id: p.id, uuid: p.uuid, addr: p.addr.clone() });
+                self.inbox.event(Inbound::PeerUp { id: p.id, uuid: p.uuid, addr: p.addr.clone() });
                 Installed::Up
             }
         };
@@ -155,7 +155,7 @@ impl Shared {
         if let Some(p) = peers.get_mut(&id) {
             if p.link.as_ref().is_some_and(|l| Arc::ptr_eq(l, link)) {
                 p.link = None;
-                let _ = self.inbox.send(Inbound::PeerDown { id, reason: reason.to_string() });
+                self.inbox.event(Inbound::PeerDown { id, reason: reason.to_string() });
             }
             if p.wanted.is_none() && p.link.is_none() && !p.dialing {
                 peers.remove(&id);
@@ -282,7 +282,7 @@ impl Shared {
                 Inbound::ContactFailed { addr, reason: f.to_string() }
             }
         };
-        let _ = self.inbox.send(event);
+        self.inbox.event(event);
     }
 
     /// Closes every link (isolation, stop).

@@ -1,0 +1,205 @@
+//! The driver's command queue: one FIFO, bounded for the threads that can
+//! flood it.
+//!
+//! Clients proposing, the transport's link readers and the server's
+//! control calls wait while it holds `CAPACITY` commands: a full queue
+//! means the driver is far behind, and waiting is the back-pressure their
+//! work needs (a client's commit waits; a reader stops reading its socket,
+//! and TCP slows the peer down). Two senders never wait, and add past the
+//! bound:
+//! - the driver's own thread (the server's delivery runs there and sends
+//!   flow-control signals and SYNC), since only that thread empties the
+//!   queue; it adds what one turn delivers at most;
+//! - the transport's link events (up, down, a failed contact), sent under
+//!   the transport's peers lock, which the driver's sends take too; a few
+//!   per link change.
+//!
+//! One FIFO for all, not a side queue for these: the order of commands is
+//! meaning (the node sends STOP and CONT in the order it decides them, from
+//! the driver's thread and from the appliers'; JOIN precedes SYNC), and a
+//! side queue taken first reordered them (a CONT overtaken by its STOP
+//! left the cluster paused for good).
+//!
+//! A mutex and two condition variables rather than `std::sync::mpsc`:
+//! its bounded channel cannot take a command past its bound.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::thread::ThreadId;
+use std::time::Duration;
+
+use super::driver::Command;
+
+/// Commands waiting for the driver beyond which a sender waits: a turn
+/// takes up to 256 of them (the driver's `BATCH`) and lasts about a
+/// millisecond when busy, so this is a long backlog already; a proposal's
+/// body is in its command, so the bound also caps the memory of writesets
+/// not yet in Raft's log.
+pub const CAPACITY: usize = 16384;
+
+/// The senders' end.
+pub struct Commands {
+    queue: Mutex<Queue>,
+    /// Signalled when a command is added, and when the driver is gone.
+    added: Condvar,
+    /// Signalled when the driver takes a command, and when it is gone.
+    taken: Condvar,
+    driver: OnceLock<ThreadId>,
+}
+
+#[derive(Default)]
+struct Queue {
+    commands: VecDeque<Command>,
+    closed: bool,
+}
+
+/// The driver's end; dropping it closes the queue.
+pub struct Inbox {
+    commands: Arc<Commands>,
+}
+
+/// The queue has no driver any more (it stopped).
+#[derive(Debug)]
+pub struct Closed;
+
+pub fn queue() -> (Arc<Commands>, Inbox) {
+    let commands = Arc::new(Commands { queue: Mutex::default(), added: Condvar::new(), taken: Condvar::new(), driver: OnceLock::new() });
+    (commands.clone(), Inbox { commands })
+}
+
+impl Commands {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `cmd`, waiting while the queue is full, unless called on the
+    /// driver's thread.
+    pub fn send(&self, cmd: Command) -> Result<(), Closed> {
+        let exempt = self.driver.get() == Some(&std::thread::current().id());
+        let mut q = self.lock();
+        while !exempt && !q.closed && q.commands.len() >= CAPACITY {
+            q = self.taken.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+        self.push(q, cmd)
+    }
+
+    /// Queues `cmd` without ever waiting (a link event).
+    pub fn send_now(&self, cmd: Command) {
+        let _ = self.push(self.lock(), cmd);
+    }
+
+    fn push(&self, mut q: MutexGuard<'_, Queue>, cmd: Command) -> Result<(), Closed> {
+        if q.closed {
+            return Err(Closed);
+        }
+        q.commands.push_back(cmd);
+        drop(q);
+        self.added.notify_one();
+        Ok(())
+    }
+}
+
+impl Inbox {
+    /// Called once by the thread that runs the driver.
+    pub fn bind_to_current_thread(&self) {
+        let id = std::thread::current().id();
+        assert_eq!(*self.commands.driver.get_or_init(|| id), id, "one driver thread per queue");
+    }
+
+    /// The next command, waiting up to `wait` for one.
+    pub fn recv_timeout(&self, wait: Duration) -> Option<Command> {
+        let c = &self.commands;
+        let q = c.lock();
+        let (mut q, _) = c.added.wait_timeout_while(q, wait, |q| q.commands.is_empty()).unwrap_or_else(|e| e.into_inner());
+        self.take(&mut q)
+    }
+
+    /// The next command if one is there.
+    pub fn try_recv(&self) -> Option<Command> {
+        self.take(&mut self.commands.lock())
+    }
+
+    fn take(&self, q: &mut Queue) -> Option<Command> {
+        let cmd = q.commands.pop_front()?;
+        if q.commands.len() < CAPACITY {
+            self.commands.taken.notify_one();
+        }
+        Some(cmd)
+    }
+}
+
+impl Drop for Inbox {
+    fn drop(&mut self) {
+        let mut q = self.commands.lock();
+        q.closed = true;
+        q.commands.clear();
+        drop(q);
+        self.commands.taken.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fill(commands: &Commands) {
+        for _ in 0..CAPACITY {
+            commands.send(Command::ResetFlowCounters).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_driver_thread_never_waits_and_its_commands_keep_their_place() {
+        let (commands, inbox) = queue();
+        fill(&commands);
+        inbox.bind_to_current_thread();
+        commands.send(Command::Stop).unwrap(); // would wait forever
+        for _ in 0..CAPACITY {
+            assert!(matches!(inbox.try_recv(), Some(Command::ResetFlowCounters)), "behind what came first");
+        }
+        assert!(matches!(inbox.try_recv(), Some(Command::Stop)));
+    }
+
+    #[test]
+    fn another_thread_waits_while_the_queue_is_full() {
+        let (commands, inbox) = queue();
+        fill(&commands);
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let sender = commands.clone();
+        let t = std::thread::spawn(move || {
+            sender.send(Command::Stop).unwrap();
+            done_tx.send(()).unwrap();
+        });
+        assert!(done.recv_timeout(Duration::from_millis(200)).is_err(), "the sender waits");
+        assert!(inbox.try_recv().is_some());
+        done.recv_timeout(Duration::from_secs(10)).expect("room again: the sender goes on");
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn a_link_event_never_waits_and_wakes_the_driver() {
+        let (commands, inbox) = queue();
+        fill(&commands);
+        commands.send_now(Command::Stop);
+        assert_eq!(std::iter::from_fn(|| inbox.try_recv()).count(), CAPACITY + 1);
+        let sender = commands.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            sender.send_now(Command::Stop);
+        });
+        assert!(matches!(inbox.recv_timeout(Duration::from_secs(10)), Some(Command::Stop)));
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn a_stopped_driver_closes_the_queue_and_frees_a_waiting_sender() {
+        let (commands, inbox) = queue();
+        fill(&commands);
+        let sender = commands.clone();
+        let t = std::thread::spawn(move || sender.send(Command::Stop));
+        std::thread::sleep(Duration::from_millis(50));
+        drop(inbox);
+        assert!(t.join().unwrap().is_err());
+        assert!(commands.send(Command::Stop).is_err());
+    }
+}
