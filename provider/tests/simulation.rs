@@ -5,9 +5,8 @@
 //! `LOCKSTEP_SIM_SEEDS=N` sets how many seeds run (default 10000, from
 //! `LOCKSTEP_SIM_FIRST`, default 1), on two threads; `LOCKSTEP_SIM_SEED=S`
 //! runs seed S alone and prints its schedule and the driver's log, which
-//! is how a failing seed reproduces. Liveness findings:
-//! `LOCKSTEP_SIM_SHOW=N` lists up to N (default 10), `LOCKSTEP_SIM_DEBUG=1`
-//! prints each stuck member's Raft state.
+//! is how a failing seed reproduces; with `LOCKSTEP_SIM_DEBUG=1` a member
+//! found stuck at the end prints its Raft state.
 
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().map(|v| v.parse().unwrap_or_else(|_| panic!("{name} must be a number")))
@@ -40,7 +39,6 @@ fn seeded_schedules_keep_every_invariant() {
     results.sort_by_key(|(seed, _)| *seed);
     let mut failed = Vec::new();
     let (mut seqnos, mut acked, mut conflicts, mut faults) = (0i64, 0usize, 0u64, 0usize);
-    let mut stuck = Vec::new();
     for (seed, r) in results {
         match r {
             Ok(s) => {
@@ -48,9 +46,6 @@ fn seeded_schedules_keep_every_invariant() {
                 acked += s.acked;
                 conflicts += s.conflicts;
                 faults += s.faults.len();
-                if !s.stuck.is_empty() {
-                    stuck.push(format!("seed {seed}: {}", s.stuck.join("; ")));
-                }
             }
             Err(e) => failed.push(format!("seed {seed}: {e}")),
         }
@@ -66,9 +61,6 @@ fn seeded_schedules_keep_every_invariant() {
         conflicts,
         faults
     );
-    // Liveness findings do not fail the run (see src/sim): they are
-    // listed so that they are seen, and counted.
-    eprintln!("simulation: {} seeds ended with a member not caught up (liveness){}", stuck.len(), if stuck.is_empty() { String::new() } else { format!(":\n  {}", stuck.iter().take(env_u64("LOCKSTEP_SIM_SHOW").unwrap_or(10) as usize).cloned().collect::<Vec<_>>().join("\n  ")) });
     assert!(
         failed.is_empty(),
         "{} of {} seeds failed; reproduce one with LOCKSTEP_SIM_SEED=<seed> cargo test --release -p lockstep-provider --test simulation -- --nocapture\n{}",
