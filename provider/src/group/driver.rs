@@ -231,9 +231,11 @@ pub(crate) struct Driver {
     /// numbered past its removal like the members are) and rejoins once
     /// the current `Ready` is done.
     pub(super) removed_at: Option<u64>,
-    /// A committed entry could not be decoded: nothing after it is
-    /// applied (see `halt`).
+    /// A committed entry could not be decoded, or the seqnos broke their
+    /// sequence: nothing after it is applied (see `halt`).
     pub(super) halted: bool,
+    /// The seqnos handed to the node so far (see `check_sequence`).
+    sequence: super::sequence::Sequence,
 }
 
 pub(crate) struct DriverConfig {
@@ -331,6 +333,7 @@ impl Driver {
             applying: 0,
             removed_at: None,
             halted: false,
+            sequence: Default::default(),
         })
     }
 
@@ -702,6 +705,20 @@ impl Driver {
     /// could change what it decides from then on (a membership, a
     /// writeset's seqno) while the others, which decoded it, go on. The
     /// node leaves the cluster (see `GroupEvent::Halted`).
+    /// Every seqno handed to the node follows the last (see `sequence`).
+    /// At a break this member's order is not the group's: it hands
+    /// nothing more to the node, which leaves the cluster.
+    fn check_sequence(&mut self) {
+        for i in 0..self.events.len() {
+            let Err(e) = self.sequence.check(&self.events[i]) else { continue };
+            log::error!("the order this node was given is broken ({}, log index {}): it stops applying and leaves the cluster", e, self.applying);
+            self.events.truncate(i);
+            self.halted = true;
+            self.events.push(GroupEvent::Halted { index: self.applying });
+            return;
+        }
+    }
+
     pub(super) fn halt(&mut self, index: u64, what: &str) {
         log::error!(
             "the group entry committed at index {} cannot be read ({}): a member of another lockstep version or corrupt data; this node stops applying and leaves the cluster",
@@ -1100,6 +1117,7 @@ impl Driver {
     }
 
     pub(super) fn flush_events(&mut self) {
+        self.check_sequence();
         for ev in &self.events {
             if let GroupEvent::ProposalFailed { .. } = ev {
                 self.counters.sent_one_less();

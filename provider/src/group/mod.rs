@@ -25,6 +25,7 @@ pub mod recovery;
 mod raft_log;
 pub mod snapshot_watch;
 pub mod state;
+pub mod sequence;
 pub mod step;
 
 use std::sync::atomic::{AtomicU8, Ordering as AtomicOrdering};

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 
+use crate::group::sequence::Sequence;
 use crate::gtid::{Seqno, Uuid};
 use crate::writeset::{KeyKind, WriteSet};
 
@@ -39,8 +40,8 @@ enum Slot {
 #[derive(Default)]
 pub struct Checker {
     slots: BTreeMap<Seqno, Slot>,
-    /// Per member: the last seqno it delivered (None: starting over).
-    last: HashMap<usize, Option<Seqno>>,
+    /// Per member: the seqnos it delivered (the driver's own rule).
+    sequences: HashMap<usize, Sequence>,
     /// Writesets a client was told committed: seqno, origin, token.
     pub acked: Vec<(Seqno, Uuid, u64)>,
     /// Where each client writeset (origin, token) was ordered: once at
@@ -65,11 +66,11 @@ impl Checker {
                 self.agree(member, seqno, Slot::View { conf_id, members }, None)
             }
             Note::Restored { seqno } => {
-                self.last.insert(member, Some(seqno));
+                self.sequences.entry(member).or_default().restart(Some(seqno));
                 Ok(())
             }
             Note::Rejoining => {
-                self.last.insert(member, None);
+                self.sequences.entry(member).or_default().restart(None);
                 Ok(())
             }
             Note::NonPrimary | Note::Failed { .. } => Ok(()),
@@ -77,14 +78,7 @@ impl Checker {
     }
 
     fn sequence(&mut self, member: usize, seqno: Seqno) -> Result<(), String> {
-        let last = self.last.entry(member).or_insert(None);
-        if let Some(prev) = *last {
-            if seqno != prev + 1 {
-                return Err(format!("node{} delivered seqno {} after {}", member + 1, seqno, prev));
-            }
-        }
-        *last = Some(seqno);
-        Ok(())
+        self.sequences.entry(member).or_default().next(seqno).map_err(|e| format!("node{} delivered {}", member + 1, e))
     }
 
     fn agree(&mut self, member: usize, seqno: Seqno, slot: Slot, ws: Option<Bytes>) -> Result<(), String> {
