@@ -316,24 +316,36 @@ mod tests {
         assert_eq!(committed(&[]), 0);
     }
 
-    /// Seed 4765's view (see `leader_standing`): voters of weight 1, 1, 1
-    /// and 3, a joiner (a learner) of weight 1; the heavy voter is gone.
-    #[test]
-    fn a_leader_weighs_the_voters_it_hears_as_the_commit_index_does() {
-        use crate::group::entry::{Entry, MemberInfo, Membership};
+    /// A group of `members` bootstrapped by the first, the next `voters`
+    /// of them promoted, the rest joiners (learners); all of weight 1
+    /// until `weigh`.
+    fn group_of(members: usize, voters: usize) -> (Vec<crate::gtid::Uuid>, GroupState) {
+        use crate::group::entry::{MemberInfo, Membership};
         use crate::gtid::Uuid;
-        let ids: Vec<Uuid> = (0..5).map(|_| Uuid::random()).collect();
+        let ids: Vec<Uuid> = (0..members).map(|_| Uuid::random()).collect();
         let info = |i: usize| MemberInfo { id: ids[i], name: format!("node{}", i + 1), incoming: String::new(), address: String::new() };
         let mut g = GroupState::new(ids[0]);
         let mut out = Vec::new();
         g.apply_membership(Membership::Bootstrap { history: Uuid::random(), position: 0, member: info(0) }, &mut out);
-        for i in 1..5 {
+        for i in 1..members {
             g.apply_membership(Membership::Add { member: info(i) }, &mut out);
         }
-        for i in 1..4 {
-            g.apply_membership(Membership::Promote { member: ids[i] }, &mut out);
+        for id in &ids[1..=voters] {
+            g.apply_membership(Membership::Promote { member: *id }, &mut out);
         }
-        g.apply(Entry::Weight { member: ids[3], weight: 3 }, &mut out);
+        (ids, g)
+    }
+
+    fn weigh(g: &mut GroupState, member: crate::gtid::Uuid, weight: u32) {
+        g.apply(crate::group::entry::Entry::Weight { member, weight }, &mut Vec::new());
+    }
+
+    /// Seed 4765's view (see `leader_standing`): voters of weight 1, 1, 1
+    /// and 3, a joiner (a learner) of weight 1; the heavy voter is gone.
+    #[test]
+    fn a_leader_weighs_the_voters_it_hears_as_the_commit_index_does() {
+        let (ids, mut g) = group_of(5, 3);
+        weigh(&mut g, ids[3], 3);
         let heavy = ids[3].raft_id();
         let alive = |id: u64| if id == heavy { 0 } else { 9 };
         assert_eq!(commit_index(&g, alive, 9), 0, "the voters left hold 3 of 6");
@@ -344,21 +356,11 @@ mod tests {
     /// Seed 8199's view (see `decides_alone`).
     #[test]
     fn a_voter_heavier_than_the_other_voters_decides_alone_whatever_the_joiners_weigh() {
-        use crate::group::entry::{Entry, MemberInfo, Membership};
-        use crate::gtid::Uuid;
-        let ids: Vec<Uuid> = (0..3).map(|_| Uuid::random()).collect();
-        let info = |i: usize| MemberInfo { id: ids[i], name: format!("node{}", i + 1), incoming: String::new(), address: String::new() };
-        let mut g = GroupState::new(ids[0]);
-        let mut out = Vec::new();
-        g.apply_membership(Membership::Bootstrap { history: Uuid::random(), position: 0, member: info(0) }, &mut out);
-        for i in 1..3 {
-            g.apply_membership(Membership::Add { member: info(i) }, &mut out);
-        }
-        g.apply_membership(Membership::Promote { member: ids[1] }, &mut out);
-        g.apply(Entry::Weight { member: ids[0], weight: 2 }, &mut out);
+        let (ids, mut g) = group_of(3, 1);
+        weigh(&mut g, ids[0], 2);
         assert!(decides_alone(&g, ids[0]), "2 of the voters' 3");
         assert!(!decides_alone(&g, ids[1]));
-        g.apply_membership(Membership::Promote { member: ids[2] }, &mut out);
+        g.apply_membership(crate::group::entry::Membership::Promote { member: ids[2] }, &mut Vec::new());
         assert!(!decides_alone(&g, ids[0]), "2 of 4 once the joiner votes");
     }
 
