@@ -701,10 +701,6 @@ impl Driver {
         }
     }
 
-    /// A committed entry this member cannot decode stops it: skipping it
-    /// could change what it decides from then on (a membership, a
-    /// writeset's seqno) while the others, which decoded it, go on. The
-    /// node leaves the cluster (see `GroupEvent::Halted`).
     /// Every seqno handed to the node follows the last (see `sequence`).
     /// At a break this member's order is not the group's: it hands
     /// nothing more to the node, which leaves the cluster.
@@ -719,6 +715,10 @@ impl Driver {
         }
     }
 
+    /// A committed entry this member cannot decode stops it: skipping it
+    /// could change what it decides from then on (a membership, a
+    /// writeset's seqno) while the others, which decoded it, go on. The
+    /// node leaves the cluster (see `GroupEvent::Halted`).
     pub(super) fn halt(&mut self, index: u64, what: &str) {
         log::error!(
             "the group entry committed at index {} cannot be read ({}): a member of another lockstep version or corrupt data; this node stops applying and leaves the cluster",
