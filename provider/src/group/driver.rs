@@ -709,9 +709,7 @@ impl Driver {
             let Err(e) = self.sequence.check(&self.events[i]) else { continue };
             log::error!("the order this node was given is broken ({}, log index {}): it stops applying and leaves the cluster", e, self.applying);
             self.events.truncate(i);
-            self.halted = true;
-            self.events.push(GroupEvent::Halted { index: self.applying });
-            return;
+            return self.stop_applying(self.applying);
         }
     }
 
@@ -725,6 +723,12 @@ impl Driver {
             index,
             what
         );
+        self.stop_applying(index);
+    }
+
+    /// Nothing after log index `index` is applied, and the node is told
+    /// to leave the cluster.
+    fn stop_applying(&mut self, index: u64) {
         self.halted = true;
         self.events.push(GroupEvent::Halted { index });
     }

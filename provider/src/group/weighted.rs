@@ -75,12 +75,7 @@ impl Driver {
         if !self.gate.ever_active() || self.raw.raft.state != StateRole::Leader {
             return;
         }
-        let index = self.gate.open_to().unwrap_or(self.raw.raft.raft_log.committed);
-        let notice = CommitNotice { term: self.raw.raft.term, index, primary: self.side_is_primary(now) };
-        let payload = notice.encode();
-        for id in &self.peers {
-            self.net.send(*id, KIND_COMMIT, payload.clone());
-        }
+        self.broadcast_commit_notice(self.raw.raft.term, self.side_is_primary(now));
     }
 
     /// A non-primary member tells the others, with its probes, the weighted
@@ -96,8 +91,14 @@ impl Driver {
         if !self.gate.ever_active() || self.raw.raft.state == StateRole::Leader {
             return;
         }
+        self.broadcast_commit_notice(0, false);
+    }
+
+    /// Tells every member the weighted commit index this one knows (with
+    /// equal weights now, Raft's commit index is the weighted one).
+    fn broadcast_commit_notice(&self, term: u64, primary: bool) {
         let index = self.gate.open_to().unwrap_or(self.raw.raft.raft_log.committed);
-        let payload = CommitNotice { term: 0, index, primary: false }.encode();
+        let payload = CommitNotice { term, index, primary }.encode();
         for id in &self.peers {
             self.net.send(*id, KIND_COMMIT, payload.clone());
         }
