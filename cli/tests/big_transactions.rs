@@ -26,7 +26,7 @@ const TABLE_ROWS: u64 = 1000;
 /// A wedge is forever; a stall this long is one.
 const WEDGED: Duration = Duration::from_secs(60);
 
-fn two_nodes(name: &str, slot: u16) -> Cluster {
+fn two_nodes(name: &str, slot: u16) -> TestCluster {
     let spec = spec(name, slot, 2)
         .mysqld_option("innodb_flush_log_at_trx_commit=2")
         // The big table and its undo must fit without thrashing.

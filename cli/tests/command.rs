@@ -8,13 +8,17 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Stops the cluster in `dir` when the test ends, passed or failed: the
-/// command detaches its servers, so no Drop of ours would.
+/// command detaches its servers, so no Drop of ours would. A passed test's
+/// directory goes too.
 struct DownOnDrop(PathBuf);
 
 impl Drop for DownOnDrop {
     fn drop(&mut self) {
         if let Ok(cluster) = Cluster::open(&self.0) {
             let _ = cluster.down();
+        }
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 }

@@ -15,7 +15,6 @@
 mod common;
 
 use common::*;
-use lockstep_cli::cluster::Cluster;
 use lockstep_cli::workload::{bank, causal, hot_row, Rng};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -46,7 +45,7 @@ fn seed() -> u64 {
     env_number("LOCKSTEP_TEST_SEED", Rng::seed_from_clock())
 }
 
-fn three_nodes(name: &str, slot: u16) -> Cluster {
+fn three_nodes(name: &str, slot: u16) -> TestCluster {
     let started = Instant::now();
     let cluster = up(spec(name, slot, 3));
     eprintln!(

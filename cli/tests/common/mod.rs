@@ -59,15 +59,39 @@ pub fn spec(name: &str, slot: u16, nodes: usize) -> ClusterSpec {
     spec
 }
 
+/// A test's cluster: stopped when the test ends, and its directory removed
+/// if the test passed (a failed test's logs stay for reading). The data
+/// directories of a run's clusters add up to gigabytes, enough to fill a
+/// CI machine's disk before its last step.
+pub struct TestCluster(Option<Cluster>);
+
+impl std::ops::Deref for TestCluster {
+    type Target = Cluster;
+    fn deref(&self) -> &Cluster {
+        self.0.as_ref().expect("a test cluster until dropped")
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        let Some(cluster) = self.0.take() else { return };
+        let dir = cluster.dir().to_path_buf();
+        drop(cluster);
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
 /// Starts the cluster or fails the test with the launcher's explanation.
 /// Progress goes to stderr, which the test harness shows on failure.
-pub fn up(spec: ClusterSpec) -> Cluster {
+pub fn up(spec: ClusterSpec) -> TestCluster {
     let result = Cluster::up_with_progress(spec, &mut |node, phase| {
         if let Phase::Synced { elapsed } = phase {
             eprintln!("node{node}: Synced in {:.1}s", elapsed.as_secs_f64());
         }
     });
-    result.unwrap_or_else(|e| panic!("cluster up failed: {e}"))
+    TestCluster(Some(result.unwrap_or_else(|e| panic!("cluster up failed: {e}"))))
 }
 
 pub fn last_committed(node: Node) -> i64 {
@@ -107,13 +131,13 @@ pub fn assert_synced_alone(node: Node) {
 
 /// Starts nodes 1..=`count` of the cluster (the others stay down, to be
 /// started by the test), or fails the test with the launcher's explanation.
-pub fn up_first(spec: ClusterSpec, count: usize) -> Cluster {
+pub fn up_first(spec: ClusterSpec, count: usize) -> TestCluster {
     let result = Cluster::up_first(spec, count, &mut |node, phase| {
         if let Phase::Synced { elapsed } = phase {
             eprintln!("node{node}: Synced in {:.1}s", elapsed.as_secs_f64());
         }
     });
-    result.unwrap_or_else(|e| panic!("cluster up ({count} nodes) failed: {e}"))
+    TestCluster(Some(result.unwrap_or_else(|e| panic!("cluster up ({count} nodes) failed: {e}"))))
 }
 
 /// Starts a stopped node (it joins the running ones), printing its

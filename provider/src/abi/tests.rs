@@ -55,6 +55,8 @@ unsafe extern "C" fn apply_cb(
 
 struct Loaded {
     w: Box<wsrep_t>,
+    /// The data directory of `init`, removed when the test ends.
+    dir: Option<tempfile::TempDir>,
 }
 
 impl Loaded {
@@ -63,16 +65,19 @@ impl Loaded {
         assert_eq!(unsafe { wsrep_loader(mem.as_mut_ptr()) }, 0);
         let w = Box::new(unsafe { mem.assume_init() });
         assert_eq!(unsafe { CStr::from_ptr(w.version) }, c"26");
-        Loaded { w }
+        Loaded { w, dir: None }
     }
 
     fn ptr(&mut self) -> *mut wsrep_t {
         &mut *self.w
     }
 
-    fn init(&mut self, dir: &str, options: &str) -> wsrep_status_t {
+    fn init(&mut self, options: &str) -> wsrep_status_t {
         let c = |s: &str| CString::new(s).unwrap();
-        let (name, addr, inc, data, opts) = (c("node1"), c("127.0.0.1:4567"), c("127.0.0.1:3306"), c(dir), c(options));
+        let tmp = tempfile::Builder::new().prefix("lockstep-abi-").tempdir().unwrap();
+        let dir = format!("{}/", tmp.path().display());
+        self.dir = Some(tmp);
+        let (name, addr, inc, data, opts) = (c("node1"), c("127.0.0.1:4567"), c("127.0.0.1:3306"), c(&dir), c(options));
         let args = wsrep_init_args {
             app_ctx: ptr::null_mut(),
             node_name: name.as_ptr(),
@@ -98,11 +103,6 @@ impl Loaded {
     }
 }
 
-fn temp_dir() -> String {
-    let d = std::env::temp_dir().join(format!("lockstep-abi-{}", crate::gtid::Uuid::random()));
-    std::fs::create_dir_all(&d).unwrap();
-    format!("{}/", d.display())
-}
 
 struct SendPtr(*mut wsrep_t);
 unsafe impl Send for SendPtr {}
@@ -113,7 +113,7 @@ fn a_server_lifecycle_through_the_c_table() {
     let mut l = Loaded::new();
     let w = l.ptr();
     let t = *l.w;
-    assert_eq!(l.init(&temp_dir(), "gcache.size=10M; repl.causal_read_timeout=PT90S"), wsrep_status_t::OK);
+    assert_eq!(l.init("gcache.size=10M; repl.causal_read_timeout=PT90S"), wsrep_status_t::OK);
     unsafe {
         assert_ne!((t.capabilities)(w) & WSREP_CAP_STREAMING, 0);
         let url = CString::new("gcomm://").unwrap();
@@ -204,7 +204,7 @@ fn a_server_lifecycle_through_the_c_table() {
 fn init_refuses_unknown_options() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut l = Loaded::new();
-    assert_eq!(l.init(&temp_dir(), "no.such.option=1; gcs.fc_limit=16"), wsrep_status_t::NODE_FAIL);
+    assert_eq!(l.init("no.such.option=1; gcs.fc_limit=16"), wsrep_status_t::NODE_FAIL);
     assert!(l.w.ctx.is_null());
 }
 
@@ -222,7 +222,7 @@ fn garbage_from_the_server_is_an_error_not_a_crash() {
         (t.free)(w);
         (t.free)(ptr::null_mut());
     }
-    assert_eq!(l.init(&temp_dir(), ""), wsrep_status_t::OK);
+    assert_eq!(l.init(""), wsrep_status_t::OK);
     unsafe {
         // Not connected yet: replication is refused, not crashed.
         let mut h = wsrep_ws_handle_t { trx_id: 1, opaque: 12345 as *mut c_void };

@@ -15,16 +15,19 @@ fn ring_size(records: u64, len: usize) -> usize {
     (FILE_HEADER + records * record_size(len)) as usize
 }
 
-struct TempFile(PathBuf);
+/// A cache file in a directory removed when the test drops it.
+struct TempFile {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
 
 impl TempFile {
     fn new() -> TempFile {
-        let dir = std::env::temp_dir().join(format!("lockstep-gcache-{}", Uuid::random()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempFile(dir.join("galera.cache"))
+        let dir = tempfile::Builder::new().prefix("lockstep-gcache-").tempdir().unwrap();
+        TempFile { path: dir.path().join("galera.cache"), _dir: dir }
     }
     fn open(&self, size: usize) -> Gcache {
-        Gcache::open(&self.0, size, true)
+        Gcache::open(&self.path, size, true)
     }
     /// A cache of a new history in the file, holding 1..=`last`.
     fn filled(&self, last: Seqno) -> Gcache {
@@ -36,16 +39,10 @@ impl TempFile {
     /// Flips a byte of the file.
     fn damage(&self, offset: u64) {
         use std::os::unix::fs::FileExt;
-        let f = std::fs::OpenOptions::new().read(true).write(true).open(&self.0).unwrap();
+        let f = std::fs::OpenOptions::new().read(true).write(true).open(&self.path).unwrap();
         let mut b = [0u8];
         f.read_exact_at(&mut b, offset).unwrap();
         f.write_all_at(&[b[0] ^ 0x5a], offset).unwrap();
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
     }
 }
 
@@ -184,18 +181,18 @@ fn a_torn_last_record_is_left_out_at_recovery() {
 #[test]
 fn a_foreign_file_is_recreated() {
     let file = TempFile::new();
-    std::fs::write(&file.0, b"# GALERA saved state\nversion: 2.1\n".repeat(1000)).unwrap();
+    std::fs::write(&file.path, b"# GALERA saved state\nversion: 2.1\n".repeat(1000)).unwrap();
     let mut g = file.open(1 << 16);
     assert_eq!(seqnos(&g), (None, None));
     g.set_history(history());
     g.push(1, ws(5, 1));
     drop(g);
-    assert_eq!(std::fs::metadata(&file.0).unwrap().len(), 1 << 16);
+    assert_eq!(std::fs::metadata(&file.path).unwrap().len(), 1 << 16);
     assert_eq!(seqnos(&file.open(1 << 16)), (Some(1), Some(1)));
     // Garbage after a valid header is no record either.
     let mut noise = vec![0u8; 1 << 16];
     noise.iter_mut().enumerate().for_each(|(i, b)| *b = (i * 7919 % 251) as u8);
-    std::fs::write(&file.0, &noise).unwrap();
+    std::fs::write(&file.path, &noise).unwrap();
     assert_eq!(seqnos(&file.open(1 << 16)), (None, None));
 }
 
@@ -203,10 +200,10 @@ fn a_foreign_file_is_recreated() {
 fn recovery_needs_the_same_size_and_gcache_recover() {
     let file = TempFile::new();
     drop(file.filled(1));
-    assert_eq!(seqnos(&Gcache::open(&file.0, 1 << 16, false)), (None, None));
+    assert_eq!(seqnos(&Gcache::open(&file.path, 1 << 16, false)), (None, None));
     drop(file.filled(1));
     assert_eq!(seqnos(&file.open(1 << 17)), (None, None), "gcache.size changed");
-    assert_eq!(std::fs::metadata(&file.0).unwrap().len(), 1 << 17);
+    assert_eq!(std::fs::metadata(&file.path).unwrap().len(), 1 << 17);
 }
 
 #[test]
@@ -343,7 +340,7 @@ fn look_alike_headers_cannot_make_recovery_slow() {
     fake[..4].copy_from_slice(b"LSgc");
     fake[4] = 1;
     fake[24..28].copy_from_slice(&30_000u32.to_le_bytes());
-    let f = std::fs::OpenOptions::new().write(true).open(&file.0).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&file.path).unwrap();
     for i in 0..1000 {
         f.write_all_at(&fake, FILE_HEADER + 64 + i * RECORD_HEADER as u64).unwrap();
     }
@@ -355,7 +352,7 @@ fn look_alike_headers_cannot_make_recovery_slow() {
 #[test]
 fn the_ring_file_is_mapped_and_a_read_or_write_past_its_end_is_an_error() {
     let file = TempFile::new();
-    let f = std::fs::OpenOptions::new().read(true).write(true).create(true).open(&file.0).unwrap();
+    let f = std::fs::OpenOptions::new().read(true).write(true).create(true).open(&file.path).unwrap();
     let medium = ring::Medium::mapped(f, 4096);
     assert!(matches!(medium, ring::Medium::Mapped { .. }), "an allocated file is mapped");
     medium.write_at(b"record", 4090).unwrap();
@@ -367,6 +364,6 @@ fn the_ring_file_is_mapped_and_a_read_or_write_past_its_end_is_an_error() {
     drop(medium);
     use std::os::unix::fs::FileExt;
     let mut on_disk = [0u8; 6];
-    std::fs::File::open(&file.0).unwrap().read_exact_at(&mut on_disk, 4090).unwrap();
+    std::fs::File::open(&file.path).unwrap().read_exact_at(&mut on_disk, 4090).unwrap();
     assert_eq!(&on_disk, b"record", "the mapping writes the file");
 }

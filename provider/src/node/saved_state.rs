@@ -120,12 +120,11 @@ mod tests {
 
     #[test]
     fn set_writes_and_open_reads_back() {
-        let dir = std::env::temp_dir().join(format!("lockstep-saved-{}", Uuid::random()));
-        fs::create_dir_all(&dir).unwrap();
-        let mut s = SavedState::open(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let mut s = SavedState::open(dir);
         let p = Position { uuid: Uuid::random(), seqno: 9, safe_to_bootstrap: true };
         s.set(p);
-        assert_eq!(SavedState::open(&dir).get(), p);
-        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(SavedState::open(dir).get(), p);
     }
 }

@@ -2,10 +2,11 @@
 //! wsrep-lib: appliers call commit order inside apply_cb, failed
 //! certifications take the contract §3.8 path.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
+
+use tempfile::TempDir;
 
 use super::*;
 use crate::writeset::{flags, KeyKind};
@@ -79,22 +80,21 @@ struct Harness {
     server: Arc<FakeServer>,
     node: Arc<Node>,
     appliers: Vec<thread::JoinHandle<Status>>,
-    dir: PathBuf,
+    dir: TempDir,
 }
 
-fn temp_dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lockstep-node-{}", Uuid::random()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A data directory, removed when the test drops it.
+fn temp_dir() -> TempDir {
+    tempfile::Builder::new().prefix("lockstep-node-").tempdir().unwrap()
 }
 
-fn start(dir: PathBuf, appliers: usize) -> Harness {
+fn start(dir: TempDir, appliers: usize) -> Harness {
     let server = Arc::new(FakeServer::default());
     let args = InitArgs {
         node_name: "node1".into(),
         node_address: "127.0.0.1:4567".into(),
         node_incoming: "127.0.0.1:3306".into(),
-        data_dir: dir.clone(),
+        data_dir: dir.path().to_path_buf(),
         state_id: Gtid::UNDEFINED,
         settings: Settings { gcache_size: 1 << 20, ..Settings::default() },
         allow: std::sync::Arc::new(|_: &str| true),
@@ -156,7 +156,7 @@ impl Harness {
         (st, seqno)
     }
 
-    fn stop(self) -> (Arc<FakeServer>, PathBuf) {
+    fn stop(self) -> (Arc<FakeServer>, TempDir) {
         assert_eq!(self.node.disconnect(), Status::Ok);
         let results: Vec<Status> = self.appliers.into_iter().map(|t| t.join().unwrap()).collect();
         assert!(results.contains(&Status::Ok), "{:?}", results);
@@ -188,7 +188,7 @@ fn last_committed_grows_by_one_per_commit_and_survives_restart() {
     let (server, dir) = h.stop();
     let last = server.events().last().cloned().unwrap();
     assert_eq!(last, Event::View { seqno: 6, primary: false, members: 0, last_committed: 6 });
-    let saved = std::fs::read_to_string(dir.join("grastate.dat")).unwrap();
+    let saved = std::fs::read_to_string(dir.path().join("grastate.dat")).unwrap();
     assert!(saved.contains(&format!("uuid:    {}", history)) && saved.contains("seqno:   6"), "{}", saved);
 
     // The next start continues the same history after its last seqno.
@@ -410,7 +410,7 @@ fn causal_read_waits_for_everything_ordered_before_it() {
 fn unsafe_grastate_refuses_bootstrap() {
     let dir = temp_dir();
     std::fs::write(
-        dir.join("grastate.dat"),
+        dir.path().join("grastate.dat"),
         "# GALERA saved state\nversion: 2.1\nuuid:    74f67236-0c4d-11ef-8e36-6a3e6c0b5a1c\nseqno:   5\nsafe_to_bootstrap: 0\n",
     )
     .unwrap();
@@ -419,7 +419,7 @@ fn unsafe_grastate_refuses_bootstrap() {
         node_name: "n".into(),
         node_address: "127.0.0.1".into(),
         node_incoming: "AUTO".into(),
-        data_dir: dir,
+        data_dir: dir.path().to_path_buf(),
         state_id: Gtid::UNDEFINED,
         settings: Settings { gcache_size: 1 << 20, ..Settings::default() },
         allow: std::sync::Arc::new(|_: &str| true),

@@ -72,21 +72,20 @@ mod tests {
 
     #[test]
     fn a_saved_view_names_the_member_this_node_was_until_removed() {
-        let dir = std::env::temp_dir().join(format!("lockstep-gvw-{}", Uuid::random()));
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let me = Uuid::random();
         let member = |id| MemberInfo { id, name: "n".into(), incoming: String::new(), address: String::new() };
         let v = View { history: Uuid::random(), seqno: 5, conf_id: 3, primary: true, members: vec![member(me), member(Uuid::random())], my_idx: 0 };
-        assert_eq!(previous_member(&dir), None);
-        save(&dir, me, &v);
+        assert_eq!(previous_member(dir), None);
+        save(dir, me, &v);
         let text = fs::read_to_string(dir.join(FILE_NAME)).unwrap();
         assert!(text.starts_with(&format!("my_uuid: {}\n#vwbeg\nview_id: 3 {} 3\n", me, v.history)), "{}", text);
         assert_eq!(text.matches("member: ").count(), 2);
-        assert_eq!(previous_member(&dir), Some((me, v.members.iter().map(|m| m.id).collect())));
-        remove(&dir);
-        assert_eq!(previous_member(&dir), None);
+        assert_eq!(previous_member(dir), Some((me, v.members.iter().map(|m| m.id).collect())));
+        remove(dir);
+        assert_eq!(previous_member(dir), None);
         fs::write(dir.join(FILE_NAME), "my_uuid: garbage\n").unwrap();
-        assert_eq!(previous_member(&dir), None);
-        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(previous_member(dir), None);
     }
 }
