@@ -30,7 +30,7 @@ options:
   --timeout MIN        per testcase, minutes (mtr --testcase-timeout) [4]
   --suite-timeout MIN  whole run, minutes (mtr --suite-timeout) [360]
   --compare FILE       diff the tests that passed with a pass list, e.g.
-                       /work/shared/conformance/galera-26.4.23-pass.txt
+                       ../shared/conformance/galera-26.4.23-pass.txt
   --verbose            echo all of mtr's output, not only result lines
   -- ARGS              passed to mariadb-test-run.pl as they are
 
