@@ -5,7 +5,7 @@
 //! multi-node clusters; then the same tests judge lockstep.
 //!
 //! Environment, besides common's:
-//! - `LOCKSTEP_TEST_BANK_SECS`: length of the bank load (default 60: long
+//! - `LOCKSTEP_TEST_BANK_SECS`: length of the bank load (default 30: long
 //!   enough for thousands of conflicting transfers, short enough for CI);
 //! - `LOCKSTEP_TEST_BANK_WORKERS`: bank workers over the 3 nodes (default 12);
 //! - `LOCKSTEP_TEST_HOT_ROW_SECS`: length of the hot-row load (default 15);
@@ -15,35 +15,8 @@
 mod common;
 
 use common::*;
-use lockstep_cli::workload::{bank, causal, hot_row, Rng};
-use std::sync::{Mutex, MutexGuard};
+use lockstep_cli::workload::{bank, causal, hot_row};
 use std::time::{Duration, Instant};
-
-/// The tests of this file take turns: each runs three servers and a load
-/// on a small machine (2 cores in CI), and two at once would measure their
-/// contention, not replication.
-static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn take_turn() -> MutexGuard<'static, ()> {
-    // A test that failed while holding the turn poisons the lock; the
-    // next test is still fine to run.
-    ONE_CLUSTER_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn env_number(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(text) => text
-            .parse()
-            .unwrap_or_else(|_| panic!("{name} must be a whole number, not {text:?}")),
-        Err(_) => default,
-    }
-}
-
-fn seed() -> u64 {
-    env_number("LOCKSTEP_TEST_SEED", Rng::seed_from_clock())
-}
 
 fn three_nodes(name: &str, slot: u16) -> TestCluster {
     let started = Instant::now();
@@ -62,8 +35,8 @@ fn bank_transfers_keep_the_invariant_on_three_nodes() {
     let cluster = three_nodes("multi_writer_bank", 7);
     let config = bank::BankConfig {
         workers: env_number("LOCKSTEP_TEST_BANK_WORKERS", 12) as usize,
-        duration: Duration::from_secs(env_number("LOCKSTEP_TEST_BANK_SECS", 60)),
-        seed: seed(),
+        duration: Duration::from_secs(env_number("LOCKSTEP_TEST_BANK_SECS", 30)),
+        seed: test_seed(),
         ..bank::BankConfig::default()
     };
     bank::setup(&cluster, &config).unwrap_or_else(|e| panic!("bank setup: {e}"));
