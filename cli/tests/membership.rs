@@ -10,7 +10,9 @@
 //!   takes writes itself once Synced, and all four pass the bank checks;
 //! - a node killed with SIGKILL (node 1, which bootstrapped and so leads
 //!   the Raft group) is evicted after `evs.suspect_timeout`, the others
-//!   keep committing, and the node rejoins when started again;
+//!   keep committing, and the node rejoins when started again; the
+//!   streaming transaction it had open is gone everywhere, its fragments
+//!   on itself included;
 //! - every node killed at once, then started again as an init system
 //!   would (none bootstrapping): they find each other, the most advanced
 //!   forms the component again, and no committed transfer is missing;
@@ -142,10 +144,41 @@ fn a_killed_node_is_evicted_while_the_others_keep_committing_and_rejoins() {
     // Workers only on the survivors: the victim's clients die with it.
     let config = survivors_load(vec![2, 3], env_secs("LOCKSTEP_TEST_KILL_SECS", 20));
     bank::setup(&cluster, &config).unwrap_or_else(|e| panic!("bank setup: {e}"));
+    let _open = open_streaming_transaction(cluster.node(1), cluster.node(2));
     let (run, rows_at_eviction) =
         load_around(&cluster, &config, "node1 killed", || kill_and_watch_eviction(&cluster, 1));
     went_on_and_rejoins(&cluster, &config, &run, 1, "was evicted", rows_at_eviction);
+    // The killed node's own streaming transaction is rolled back on every
+    // node, its fragments on itself too: its server hears the view that
+    // left it out through IST (Galera alike).
+    for n in 1..=3 {
+        let left = cluster.node(n).sql("SELECT COUNT(*) FROM mysql.wsrep_streaming_log").unwrap();
+        assert_eq!(left, vec![vec!["0".to_string()]], "node{n}: fragments of the killed node's transaction are left");
+    }
     eprintln!("test took {:.1}s", started.elapsed().as_secs_f64());
+}
+
+/// A streaming transaction open on `origin` (a fragment per row), once
+/// `other` holds its fragments; the connection keeps it open.
+fn open_streaming_transaction(origin: Node, other: Node) -> lockstep_cli::cluster::Conn {
+    let mut conn = origin.connect().unwrap_or_else(|e| panic!("{}: {e}", origin.name()));
+    for sql in [
+        "CREATE TABLE bank.streamed (id INT PRIMARY KEY)",
+        "SET SESSION wsrep_trx_fragment_unit='rows'",
+        "SET SESSION wsrep_trx_fragment_size=1",
+        "START TRANSACTION",
+        "INSERT INTO bank.streamed VALUES (1)",
+        "INSERT INTO bank.streamed VALUES (2)",
+        "INSERT INTO bank.streamed VALUES (3)",
+    ] {
+        conn.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    other
+        .wait_until("the fragments", SYNC_TIMEOUT, |_| {
+            other.sql("SELECT COUNT(*) FROM mysql.wsrep_streaming_log").is_ok_and(|r| r != vec![vec!["0".to_string()]])
+        })
+        .unwrap_or_else(|e| panic!("{}: {e}", other.name()));
+    conn
 }
 
 #[test]

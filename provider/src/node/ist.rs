@@ -14,7 +14,7 @@ use super::Shared;
 use crate::cert::{FailReason, Verdict};
 use crate::gcache::Cached;
 use crate::group::{IstRequest, View};
-use crate::gtid::{Gtid, Seqno, Uuid, SEQNO_UNDEFINED};
+use crate::gtid::{Gtid, Seqno, Uuid};
 use crate::log;
 use crate::transfer::channel::{self, Receiver, STALL};
 use crate::transfer::ist::Header;
@@ -183,23 +183,24 @@ impl Shared {
 
     /// The joiner's side, once its data holds everything up to `gtid`:
     /// applies what the donor streams up to `entered` (where its live
-    /// stream begins). The position reached, or None when a needed
-    /// transfer failed.
-    pub(super) fn receive_ist(&self, ctx: RecvCtx, gtid: Gtid, entered: Seqno, views: bool) -> Option<Seqno> {
-        match self.apply_ist(ctx, gtid.seqno, entered, views) {
-            Ok(at) => Some(at),
+    /// stream begins), the configuration changes before `entered` as views
+    /// to the server. The position reached and whether the server heard a
+    /// view, or None when a needed transfer failed.
+    pub(super) fn receive_ist(&self, ctx: RecvCtx, gtid: Gtid, entered: Seqno) -> Option<(Seqno, bool)> {
+        match self.apply_ist(ctx, gtid.seqno, entered) {
+            Ok(reached) => Some(reached),
             Err(e) if gtid.seqno < entered => {
                 log::error!("IST failed: {}; the node must be restarted to join by SST", e);
                 None
             }
             Err(e) => {
                 log::info!("no IST after the state transfer ({}); nothing was missing: the state holds up to {}", e, gtid.seqno);
-                Some(gtid.seqno)
+                Some((gtid.seqno, false))
             }
         }
     }
 
-    fn apply_ist(&self, ctx: RecvCtx, position: Seqno, entered: Seqno, views: bool) -> Result<Seqno, String> {
+    fn apply_ist(&self, ctx: RecvCtx, position: Seqno, entered: Seqno) -> Result<(Seqno, bool), String> {
         let header = self.ist.wait_header(STALL)?;
         header.covers(position, entered)?;
         if position < entered {
@@ -208,6 +209,7 @@ impl Shared {
         } else {
             log::info!("IST of seqnos {}-{} after the state transfer: none missing here (state at {}, joined at {})", header.first, header.last, position, entered);
         }
+        let mut heard_view = false;
         while let Some((seqno, item)) = self.ist.next(STALL)? {
             if seqno > entered {
                 continue;
@@ -216,35 +218,39 @@ impl Shared {
             // node's gcache goes on from what it had cached.
             self.gcache.lock().unwrap_or_else(|e| e.into_inner()).fill(seqno, item.clone());
             if seqno > position {
-                // A fresh joiner's server hears no view before the one it
-                // entered with (connected_cb's): only a running one does.
-                let views_before = if views { entered } else { SEQNO_UNDEFINED };
-                self.apply_ist_item(ctx, seqno, item, views_before);
+                heard_view |= self.apply_ist_item(ctx, seqno, item, entered);
             }
         }
         if position < entered {
             self.skip_upto.store(entered, Ordering::SeqCst);
             log::info!("IST applied up to {}", self.apply.last_left());
         }
-        Ok(self.apply.last_left())
+        Ok((self.apply.last_left(), heard_view))
     }
 
     /// One seqno of the gap, in order: a writeset the server applies (or
     /// a dummy for one that failed certification everywhere), or a
     /// configuration change, which the server hears if it is older than
-    /// `views_before` (the view this node entered with is delivered by
-    /// the join that follows).
-    fn apply_ist_item(&self, ctx: RecvCtx, seqno: Seqno, item: Cached, views_before: Seqno) {
+    /// `views_before` (the view this node entered with comes after the
+    /// IST). True when the server heard a view.
+    fn apply_ist_item(&self, ctx: RecvCtx, seqno: Seqno, item: Cached, views_before: Seqno) -> bool {
         match item {
             // Galera's IST delivers the configuration changes the joiner
             // missed to its server, in order (with own index -1 where it
-            // was not a member): the server rolls back the streaming
-            // transactions of members that left in the meantime, and no
-            // longer takes the view it returns in for a repeat of its
-            // last one (which would roll back all of them).
+            // was not a member), a restarted server's as a running one's:
+            // the server rolls back the streaming transactions of members
+            // that left in the meantime, its own of before the restart
+            // among them, and no longer takes the view it returns in for
+            // a repeat of its last one (which would roll back all of them).
             Cached::View { conf } => match View::decode(&conf, self.my_id()) {
-                Ok(view) if view.seqno == seqno && seqno < views_before => self.deliver_view(ctx, &view),
-                _ => self.pass_monitors(seqno),
+                Ok(view) if view.seqno == seqno && seqno < views_before => {
+                    self.deliver_view(ctx, &view);
+                    true
+                }
+                _ => {
+                    self.pass_monitors(seqno);
+                    false
+                }
             },
             Cached::Writeset { payload, certified } => {
                 let verdict = if certified { Verdict::Pass { depends_on: seqno - 1 } } else { Verdict::Fail(FailReason::BelowIndex) };
@@ -257,6 +263,7 @@ impl Shared {
                         self.pass_monitors(seqno);
                     }
                 }
+                false
             }
         }
     }

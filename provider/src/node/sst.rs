@@ -54,7 +54,7 @@ impl Shared {
         };
         if is_request(&req, b"trivial") || is_request(&req, b"none") {
             // No data moves: the node starts from the group's position.
-            return self.state_installed(ctx, Gtid::new(view.history, view.seqno), false, false);
+            return self.state_installed(ctx, Gtid::new(view.history, view.seqno), false).is_some();
         }
         self.set_sst(Sst::Requested);
         let own = *self.joined_from.lock().unwrap_or_else(|e| e.into_inner());
@@ -74,7 +74,7 @@ impl Shared {
             match self.wait_sst(ist_only) {
                 Sst::Retry => std::thread::sleep(RETRY_AFTER),
                 Sst::Transferring => return self.caught_up_running(ctx, own, view, receiver.is_some()),
-                Sst::Received(gtid) => return self.state_installed(ctx, gtid, receiver.is_some(), false),
+                Sst::Received(gtid) => return self.state_received(ctx, gtid, view, receiver.is_some()),
                 Sst::Failed(rc) => {
                     log::error!("State transfer failed ({}): the node cannot join and must be restarted", rc);
                     return false;
@@ -102,13 +102,30 @@ impl Shared {
                 self.apply.last_left()
             );
         }
-        if !self.state_installed(ctx, own, receiving, true) {
+        if self.state_installed(ctx, own, receiving).is_none() {
             return false;
         }
         if !self.app.view(ctx, view) {
             log::error!("view callback failed after IST");
         }
         true
+    }
+
+    /// A started server that received its state (an SST, or IST alone
+    /// for a restarted node): if the IST brought it views, the last one it
+    /// heard is older than the cluster's, so it hears the view it joined
+    /// in too, as after Galera's IST (which ends with that view).
+    fn state_received(&self, ctx: RecvCtx, gtid: Gtid, view: &View, receiving: bool) -> bool {
+        match self.state_installed(ctx, gtid, receiving) {
+            None => false,
+            Some(false) => true,
+            Some(true) => {
+                if !self.app.view(ctx, view) {
+                    log::error!("view callback failed after IST");
+                }
+                true
+            }
+        }
     }
 
     fn set_sst(&self, s: Sst) {
@@ -191,10 +208,10 @@ impl Shared {
     /// The data now holds everything up to `gtid`: start applying after
     /// it, skip what it contains, and tell the group we have the state.
     /// With a receiver open, the donor's IST follows (after an SST too,
-    /// where it is usually empty). A `running` server (back after a
-    /// partition) hears the views the IST brings, then the one it joined
-    /// in (see `apply_ist_item`).
-    fn state_installed(&self, ctx: RecvCtx, gtid: Gtid, receiving: bool, running: bool) -> bool {
+    /// where it is usually empty); the server hears the views it brings
+    /// (see `apply_ist_item`). Whether the server heard a view, or None
+    /// when the node cannot go on.
+    fn state_installed(&self, ctx: RecvCtx, gtid: Gtid, receiving: bool) -> Option<bool> {
         self.skip_upto.store(gtid.seqno, Ordering::SeqCst);
         self.apply.reset(gtid.seqno);
         self.commit.reset(gtid.seqno);
@@ -203,18 +220,17 @@ impl Shared {
         // Older than where this node entered the group: the seqnos in
         // between come from the donor's IST.
         let entered = self.entered_at.load(Ordering::SeqCst);
-        let position = match receiving {
-            true => self.receive_ist(ctx, gtid, entered, running),
+        let reached = match receiving {
+            true => self.receive_ist(ctx, gtid, entered),
             false if gtid.seqno < entered => {
                 log::error!("the state holds up to {} but this node joined at {} and has no IST receiver for the gap", gtid.seqno, entered);
                 None
             }
-            false => Some(gtid.seqno),
+            false => Some((gtid.seqno, false)),
         };
-        match (position, self.group()) {
-            (Some(at), Some(g)) => g.member_state(Transition::Join, at).is_ok(),
-            _ => false,
-        }
+        let (at, heard_view) = reached?;
+        let joined = self.group()?.member_state(Transition::Join, at).is_ok();
+        joined.then_some(heard_view)
     }
 
     /// The donor's applier: once everything up to the request is
