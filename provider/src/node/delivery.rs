@@ -300,7 +300,9 @@ impl Shared {
             self.queue.push(Item::Connected(v.clone()));
             if joining {
                 // The view a joiner enters with is in the state it will
-                // receive: no view_cb for it (Galera alike).
+                // receive: no view_cb for it now; the server hears it
+                // after the state transfer if the IST brought it older
+                // views (see `state_received`), as Galera's IST ends.
                 self.queue.push(Item::Joining(v));
                 return;
             }
