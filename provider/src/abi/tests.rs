@@ -103,7 +103,6 @@ impl Loaded {
     }
 }
 
-
 struct SendPtr(*mut wsrep_t);
 unsafe impl Send for SendPtr {}
 

@@ -105,9 +105,7 @@ impl Shared {
         if self.state_installed(ctx, own, receiving).is_none() {
             return false;
         }
-        if !self.app.view(ctx, view) {
-            log::error!("view callback failed after IST");
-        }
+        self.hear_join_view(ctx, view);
         true
     }
 
@@ -116,15 +114,18 @@ impl Shared {
     /// heard is older than the cluster's, so it hears the view it joined
     /// in too, as after Galera's IST (which ends with that view).
     fn state_received(&self, ctx: RecvCtx, gtid: Gtid, view: &View, receiving: bool) -> bool {
-        match self.state_installed(ctx, gtid, receiving) {
-            None => false,
-            Some(false) => true,
-            Some(true) => {
-                if !self.app.view(ctx, view) {
-                    log::error!("view callback failed after IST");
-                }
-                true
-            }
+        let Some(heard_view) = self.state_installed(ctx, gtid, receiving) else { return false };
+        if heard_view {
+            self.hear_join_view(ctx, view);
+        }
+        true
+    }
+
+    /// The server hears the view this node joined in, once it holds the
+    /// state (its view_cb takes it from joiner to joined).
+    fn hear_join_view(&self, ctx: RecvCtx, view: &View) {
+        if !self.app.view(ctx, view) {
+            log::error!("view callback failed after IST");
         }
     }
 
