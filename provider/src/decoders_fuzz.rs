@@ -2,8 +2,9 @@
 //! arbitrary bytes and mutated valid encodings: it returns an error and
 //! never panics (a panic would take mariadbd down, or stop replication on
 //! the group thread), and what it accepts from a valid encoding is what
-//! was encoded. `PROPTEST_CASES` raises the number of cases (CI keeps the
-//! default, a few seconds).
+//! was encoded. CI runs `decoders_survive_a_timed_fuzz_pass` for a fixed
+//! time (`LOCKSTEP_FUZZ_SECS`); `PROPTEST_CASES` raises the number of
+//! cases of the others.
 
 use bytes::Bytes;
 use proptest::prelude::*;
@@ -12,7 +13,7 @@ use crate::cert::Certification;
 use crate::gcache::Cached;
 use crate::group::entry::{Entry, IstRequest, MemberInfo, Membership, Transition};
 use crate::group::state::View;
-use crate::group::weights::CommitNotice;
+use crate::group::frame::Frame;
 use crate::group::GroupState;
 use crate::gtid::Uuid;
 use crate::transfer::ist;
@@ -70,7 +71,7 @@ fn seeds() -> Vec<Vec<u8>> {
     out.extend(memberships().iter().map(Membership::encode));
     out.push(writeset().encode());
     out.push(certification().encode());
-    out.push(CommitNotice { term: 2, index: 9, primary: true }.encode().to_vec());
+    out.extend(crate::group::frame::every_frame().iter().map(|f| f.encode().1.to_vec()));
     out.push(Hello { cluster: "c".into(), uuid: ME, id: 5, listen: "127.0.0.1:4567".into(), nonce: 1 }.encode());
     out.push(Welcome { uuid: ME, id: 5, listen: "127.0.0.1:4567".into() }.encode());
     let header = ist::Header { history: Uuid([6; 16]), joiner: ME, first: 1, last: 2 };
@@ -89,7 +90,9 @@ fn decode_everything(buf: &[u8]) {
     let _ = GroupState::decode(ME, buf);
     let _ = WriteSet::decode(bytes.clone());
     let _ = Certification::new(0).restore(buf);
-    let _ = CommitNotice::decode(buf);
+    for kind in 0..=8u8 {
+        let _ = Frame::decode(kind, buf);
+    }
     let _ = Hello::decode(buf);
     let _ = Welcome::decode(buf);
     for kind in 0..=255u8 {
@@ -150,6 +153,31 @@ proptest! {
             prop_assert_eq!(Entry::decode(&Bytes::from(e.encode())).unwrap(), e);
         }
     }
+}
+
+/// The fuzz pass CI runs for a fixed time: arbitrary and mutated bytes
+/// through every decoder for `LOCKSTEP_FUZZ_SECS` seconds (default 1, for
+/// the unit run); a panic fails with the smallest input proptest finds.
+#[test]
+fn decoders_survive_a_timed_fuzz_pass() {
+    use proptest::test_runner::{Config, TestRunner};
+    const ROUND: u32 = 2000;
+    let secs: u64 = std::env::var("LOCKSTEP_FUZZ_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let inputs = prop_oneof![prop::collection::vec(any::<u8>(), 0..512), mutated()];
+    let mut cases = 0u64;
+    while std::time::Instant::now() < deadline {
+        // A new runner each round draws a new seed.
+        let mut runner = TestRunner::new(Config { cases: ROUND, failure_persistence: None, ..Config::default() });
+        if let Err(e) = runner.run(&inputs, |buf| {
+            decode_everything(&buf);
+            Ok(())
+        }) {
+            panic!("a decoder failed after {} cases: {}", cases, e);
+        }
+        cases += u64::from(ROUND);
+    }
+    eprintln!("decoders: {} cases in {} s, no panic", cases, secs);
 }
 
 #[test]

@@ -13,6 +13,7 @@
 //! * `gcache`      writeset cache for IST
 //! * `transfer`    SST coordination and IST
 //! * `sim`         deterministic simulation of several members' core
+//! * `wire`        the bounds-checked reader every binary format uses
 //!
 //! The one registry of provider options and status variables is its own
 //! crate, `lockstep-config`, shared with the `lockstep` command.
@@ -29,6 +30,7 @@ pub mod transport;
 pub mod gcache;
 pub mod transfer;
 pub mod sim;
+pub mod wire;
 
 #[cfg(test)]
 mod decoders_fuzz;

@@ -10,7 +10,7 @@
 //! ```
 
 use super::{Certification, Certified, KeyKind};
-use crate::gtid::Uuid;
+use crate::wire::Reader;
 
 // 2: the open streaming transactions' last fragments.
 const VERSION: u8 = 2;
@@ -44,8 +44,8 @@ impl Certification {
     /// Replaces this state with a decoded one; on a malformed buffer
     /// nothing changes and the error says why.
     pub fn restore(&mut self, buf: &[u8]) -> Result<(), String> {
-        let mut r = Reader { buf, pos: 0 };
-        if r.take(1)?[0] != VERSION {
+        let mut r = Reader::new(buf);
+        if r.u8()? != VERSION {
             return Err("certification snapshot of another version".into());
         }
         let (position, floor, last_pa_unsafe) = (r.i64()?, r.i64()?, r.i64()?);
@@ -58,11 +58,11 @@ impl Certification {
         }
         let mut streaming = std::collections::BTreeMap::new();
         for _ in 0..r.u32()? {
-            let source = Uuid(r.take(16)?.try_into().unwrap());
-            let trx = r.i64()? as u64;
+            let source = r.uuid()?;
+            let trx = r.u64()?;
             streaming.insert((source, trx), r.i64()?);
         }
-        if r.pos != buf.len() {
+        if r.end().is_err() {
             return Err("trailing bytes in certification snapshot".into());
         }
         let (pa, max) = (self.optimistic_pa, self.max_length);
@@ -78,34 +78,15 @@ impl Certification {
 }
 
 fn decode_certified(r: &mut Reader<'_>) -> Result<Certified, String> {
-    let source = Uuid(r.take(16)?.try_into().unwrap());
-    let toi = r.take(1)?[0] != 0;
+    let source = r.uuid()?;
+    let toi = r.u8()? != 0;
     let n = r.u32()? as usize;
-    let mut keys = Vec::with_capacity(n.min(r.buf.len() / 9));
+    let mut keys = Vec::with_capacity(n.min(r.remaining() / 9));
     for _ in 0..n {
-        let hash = u64::from_le_bytes(r.take(8)?.try_into().unwrap());
-        let kind = KeyKind::from_wire(r.take(1)?[0]).ok_or("bad key kind in certification snapshot")?;
+        let hash = r.u64()?;
+        let kind = KeyKind::from_wire(r.u8()?).ok_or("bad key kind in certification snapshot")?;
         keys.push((hash, kind));
     }
     Ok(Certified { source, toi, keys })
 }
 
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or("truncated certification snapshot")?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-    fn i64(&mut self) -> Result<i64, String> {
-        Ok(i64::from_le_bytes(self.take(8)?.try_into().unwrap()))
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
-    }
-}

@@ -17,14 +17,17 @@ use raft::{RawNode, StateRole};
 
 use super::entry::{Entry, MemberInfo, Membership, Transition};
 use super::flow_control::{FlowControl, Signal};
+use super::frame::{Frame, FrameError};
 use super::liveness::{Liveness, Timeouts};
 use super::proposals::{Failed, Proposals};
 use super::quorum::{Change, Policy, Quorum};
 use super::recovery::{Previous, Recovery};
 use super::io::{Clock, Links};
 use super::FlowGate;
+use super::incarnation::{Incarnation, MAX_DROPPED};
 use super::log::GroupLog;
-use super::membership::{Joining, Leaving};
+use super::membership::Joining;
+use super::phase::Phase;
 use super::state::{GroupEvent, GroupState};
 use crate::gtid::{Seqno, Uuid};
 use crate::log;
@@ -67,22 +70,6 @@ pub(crate) enum Command {
     Stop,
 }
 
-/// Frame kinds on the transport.
-pub(super) const KIND_RAFT: u8 = 1;
-pub(super) const KIND_JOIN: u8 = 2;
-pub(super) const KIND_FLOW: u8 = 3;
-/// "You are out": sent to a member the group has just removed (the leader
-/// stops replicating to it, so it would never see its removal commit).
-pub(super) const KIND_LEFT: u8 = 4;
-// Kind 5 carried IST chunks until IST got its own connection
-// (`transfer::channel`, protocol 2).
-/// "Am I still one of you?": a non-primary member's call; a member that
-/// removed it answers with KIND_LEFT (see `Quorum::probe_due`).
-pub(super) const KIND_PROBE: u8 = 6;
-/// The leader's weighted commit index and quorum verdict, while weights
-/// differ (see `weighted`).
-pub(super) const KIND_COMMIT: u8 = 7;
-
 /// How long a departed member stays reachable, so that the notice of its
 /// removal gets through before its link is dropped.
 const FORGET_AFTER: Duration = Duration::from_secs(2);
@@ -90,10 +77,6 @@ const FORGET_AFTER: Duration = Duration::from_secs(2);
 /// How many removed members are remembered, to tell one that comes back
 /// (a resumed SIGSTOP) that it is out.
 pub(super) const REMEMBER_REMOVED: usize = 64;
-
-/// Fire-and-forget proposals kept while no leader is known. A member
-/// makes a handful per state change, so this only bounds a pathology.
-const MAX_DROPPED: usize = 1024;
 
 /// How many commands one loop turn takes before handling a Ready: proposals
 /// that arrive together are appended and sent together.
@@ -145,7 +128,8 @@ pub(crate) enum Start {
 }
 
 pub(crate) struct Driver {
-    pub(super) raw: RawNode<GroupLog>,
+    /// The current Raft node and what it learned (see `incarnation`).
+    pub(super) incarnation: Incarnation,
     inbox: super::commands::Inbox,
     pub(super) state: GroupState,
     delivery: Box<dyn Delivery>,
@@ -157,21 +141,15 @@ pub(crate) struct Driver {
     limits: Limits,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) bootstrap: Option<(Uuid, Seqno)>,
-    pub(super) joining: Option<Joining>,
-    pub(super) leaving: Option<Leaving>,
+    /// Joining, member, leaving ... (see `phase`).
+    pub(super) phase: Phase,
     tick: Duration,
     next_tick: Instant,
     pub(super) events: Vec<GroupEvent>,
-    /// ReadIndex requests Raft has not answered yet, and answered ones
-    /// waiting for the applied index to reach them.
-    reads_asked: Vec<(u64, Sender<Seqno>)>,
-    reads_ready: Vec<(u64, Sender<Seqno>)>,
     next_read: u64,
     pub(super) counters: Arc<Counters>,
-    /// Our writesets until they are ordered, and fire-and-forget
-    /// proposals Raft dropped (no leader), to retry.
+    /// Our writesets until they are ordered.
     pub(super) proposals: Proposals,
-    dropped: std::collections::VecDeque<Vec<u8>>,
     /// Entry bytes applied since the last snapshot (big writesets' pieces
     /// make entries of very different sizes).
     applied_bytes: u64,
@@ -198,22 +176,13 @@ pub(crate) struct Driver {
     /// Failure detection; the leader acts on it.
     pub(super) liveness: Liveness,
     pub(super) was_leader: bool,
-    /// Whether this member still has a leader (the primary component).
-    pub(super) quorum: Quorum,
     pub(super) policy: Policy,
-    /// Committed entries waiting for the weighted commit index.
-    pub(super) gate: super::weights::Gate,
-    /// The leader's last verdict on its weight (leader, primary, when).
-    pub(super) leader_says: Option<(u64, bool, Instant)>,
     /// When this member last proposed its weight.
     pub(super) weight_asked: Option<Instant>,
     /// The member this node was before it was killed (told when joining).
     pub(super) previous: Option<Previous>,
     /// Restarted members of our last primary component, while joining.
     pub(super) recovery: Option<Recovery>,
-    /// Members of our last primary view whose node has restarted since:
-    /// gone for good, whatever partition they seemed to be in.
-    pub(super) restarted: std::collections::BTreeSet<Uuid>,
     /// Where this node first joined (`wsrep_cluster_address`): where it
     /// looks for the group again when it knows no member's address.
     pub(super) last_peers: Vec<String>,
@@ -231,9 +200,6 @@ pub(crate) struct Driver {
     /// numbered past its removal like the members are) and rejoins once
     /// the current `Ready` is done.
     pub(super) removed_at: Option<u64>,
-    /// A committed entry could not be decoded, or the seqnos broke their
-    /// sequence: nothing after it is applied (see `halt`).
-    pub(super) halted: bool,
     /// The seqnos handed to the node so far (see `check_sequence`).
     sequence: super::sequence::Sequence,
 }
@@ -289,24 +255,20 @@ impl Driver {
             raft_config: cfg.raft.clone(),
             limits: cfg.limits,
             clock,
-            raw,
+            incarnation: Incarnation::first(raw),
             inbox,
             state: GroupState::new(cfg.me.id),
             delivery,
             me: cfg.me,
             net,
             bootstrap,
-            joining,
-            leaving: None,
+            phase: joining.map_or(Phase::Member, Phase::Joining),
             tick: cfg.tick,
             next_tick: now + cfg.tick,
             events: Vec::new(),
-            reads_asked: Vec::new(),
-            reads_ready: Vec::new(),
             next_read: 1,
             counters,
             proposals: Proposals::with_piece(cfg.limits.piece),
-            dropped: Default::default(),
             applied_bytes: 0,
             pump_due: false,
             last_fence: now,
@@ -319,20 +281,15 @@ impl Driver {
             removed: false,
             liveness: Liveness::new(cfg.timeouts),
             was_leader: false,
-            quorum: Quorum::default(),
             policy: Policy::default(),
-            gate: Default::default(),
-            leader_says: None,
             weight_asked: None,
             recovery: cfg.previous.clone().filter(|_| bootstrap.is_none()).map(Recovery::new),
             previous: cfg.previous,
-            restarted: Default::default(),
             last_peers,
             removed_members: Default::default(),
             stale_until: 0,
             applying: 0,
             removed_at: None,
-            halted: false,
             sequence: Default::default(),
         })
     }
@@ -345,21 +302,21 @@ impl Driver {
     }
 
     pub(crate) fn raft(&self) -> &RawNode<GroupLog> {
-        &self.raw
+        &self.incarnation.raw
     }
 
     pub(crate) fn is_primary_member(&self) -> bool {
-        self.joining.is_none() && self.state.member(self.me.id).is_some() && self.quorum.is_primary() && self.state.is_primary()
+        !self.is_joining() && self.state.member(self.me.id).is_some() && self.incarnation.quorum.is_primary() && self.state.is_primary()
     }
 
     pub(crate) fn is_joining(&self) -> bool {
-        self.joining.is_some()
+        matches!(self.phase, Phase::Joining(_))
     }
 
     /// A bootstrapping member campaigns at once: a sole voter wins.
     pub(crate) fn campaign_if_bootstrapping(&mut self) {
         if self.bootstrap.is_some() {
-            let _ = self.raw.campaign();
+            let _ = self.incarnation.raw.campaign();
         }
     }
 
@@ -402,7 +359,7 @@ impl Driver {
             }
         }
         if self.clock.now() >= self.next_tick {
-            self.raw.tick();
+            self.incarnation.raw.tick();
             self.next_tick += self.tick;
             self.on_tick();
         }
@@ -434,8 +391,8 @@ impl Driver {
             Command::ReadIndex(reply) => {
                 let id = self.next_read;
                 self.next_read += 1;
-                self.raw.read_index(self.read_context(id));
-                self.reads_asked.push((id, reply));
+                self.incarnation.raw.read_index(self.read_context(id));
+                self.incarnation.reads_asked.push((id, reply));
             }
             Command::Net(inbound) => self.on_net(inbound),
             Command::Leave(reply) => self.start_leaving(reply),
@@ -476,7 +433,7 @@ impl Driver {
 
     /// Hands Raft what our writesets have ready (see `Proposals::pump`).
     fn pump(&mut self) {
-        let raw = &mut self.raw;
+        let raw = &mut self.incarnation.raw;
         self.proposals.pump(self.me.id, self.clock.now(), |data| raw.propose(vec![], data).is_ok());
     }
 
@@ -493,18 +450,18 @@ impl Driver {
     /// until the fence is ordered (see `owed_fence`).
     fn owe_fence(&mut self, token: u64) {
         self.owed_fence = self.owed_fence.max(Some(token));
-        let _ = self.raw.propose(vec![], Entry::Fence { origin: self.me.id, token }.encode());
+        let _ = self.incarnation.raw.propose(vec![], Entry::Fence { origin: self.me.id, token }.encode());
     }
 
     /// A fire-and-forget proposal (member state, state request, rollback
     /// fragment) Raft drops is kept and retried once a leader is known.
     fn propose_or_keep(&mut self, data: Vec<u8>) {
-        if let Err(raft::Error::ProposalDropped) = self.raw.propose(vec![], data.clone()) {
-            if self.dropped.len() >= MAX_DROPPED {
+        if let Err(raft::Error::ProposalDropped) = self.incarnation.raw.propose(vec![], data.clone()) {
+            if self.incarnation.dropped.len() >= MAX_DROPPED {
                 log::warning!("dropping a group message: {} already wait for a leader", MAX_DROPPED);
-                self.dropped.pop_front();
+                self.incarnation.dropped.pop_front();
             }
-            self.dropped.push_back(data);
+            self.incarnation.dropped.push_back(data);
         }
     }
 
@@ -520,10 +477,10 @@ impl Driver {
             self.fail(failed);
         }
         self.pump();
-        if let Some(token) = self.owed_fence.filter(|_| self.quorum.is_primary()) {
-            let _ = self.raw.propose(vec![], Entry::Fence { origin: self.me.id, token }.encode());
+        if let Some(token) = self.owed_fence.filter(|_| self.incarnation.quorum.is_primary()) {
+            let _ = self.incarnation.raw.propose(vec![], Entry::Fence { origin: self.me.id, token }.encode());
         }
-        for data in std::mem::take(&mut self.dropped) {
+        for data in std::mem::take(&mut self.incarnation.dropped) {
             self.propose_or_keep(data);
         }
     }
@@ -540,41 +497,52 @@ impl Driver {
             self.liveness.heard(*from, self.clock.now());
         }
         match inbound {
-            Inbound::Frame { kind: KIND_RAFT, payload, from } => match Message::parse_from_bytes(&payload) {
-                Ok(m) => {
-                    self.tell_if_removed(from);
-                    // A member only hears its own group: after a reform the
-                    // old group's members must not pull it back into their
-                    // terms.
-                    if self.state.member(self.me.id).is_some() && !self.peers.contains(&from) {
-                        return log::debug!("dropping a {:?} from {:x}: not a member of this group", m.get_msg_type(), from);
-                    }
-                    let log = &self.raw.raft.raft_log;
-                    let m = super::step::admit(m, log.last_index(), log.committed);
-                    let _ = self.raw.step(m);
-                }
-                Err(e) => log::warning!("undecodable raft message from {:x}: {}", from, e),
+            Inbound::Frame { kind, payload, from } => match Frame::decode(kind, &payload) {
+                Ok(frame) => self.on_frame(from, frame),
+                // A newer member's message: it copes without our answer.
+                Err(e @ FrameError::Kind(_)) => log::debug!("ignoring a frame from {:x}: {}", from, e),
+                Err(e) => log::warning!("ignoring a frame from {:x}: {}", from, e),
             },
-            Inbound::Frame { kind: KIND_JOIN, payload, .. } => self.on_join_request(&payload),
-            Inbound::Frame { kind: KIND_PROBE, from, .. } => self.tell_if_removed(from),
-            Inbound::Frame { kind: KIND_COMMIT, from, payload } => self.on_commit_notice(from, &payload),
-            Inbound::Frame { kind: KIND_LEFT, payload, .. } => {
-                if let Some(index) = super::membership::removed_notice_for(&payload, self.me.id) {
-                    self.on_removed_notice(index);
+            Inbound::PeerUp { id, addr, .. } => self.on_peer_up(id, &addr),
+            Inbound::PeerDown { .. } => {}
+            Inbound::ContactFailed { addr, reason } => log::debug!("could not reach {}: {}", addr, reason),
+        }
+    }
+
+    fn on_frame(&mut self, from: u64, frame: Frame) {
+        match frame {
+            Frame::Raft(m) => {
+                self.tell_if_removed(from);
+                // A member only hears its own group: after a reform the
+                // old group's members must not pull it back into their
+                // terms.
+                if self.state.member(self.me.id).is_some() && !self.peers.contains(&from) {
+                    return log::debug!("dropping a {:?} from {:x}: not a member of this group", m.get_msg_type(), from);
                 }
+                let log = &self.incarnation.raw.raft.raft_log;
+                let m = super::step::admit(m, log.last_index(), log.committed);
+                let _ = self.incarnation.raw.step(m);
             }
-            Inbound::Frame { kind: KIND_FLOW, payload, from } => {
-                let signal = if payload.first() == Some(&1) { Signal::Stop } else { Signal::Cont };
+            Frame::Join { member, previous } => self.on_join_request(member, previous),
+            Frame::Probe => self.tell_if_removed(from),
+            Frame::Commit(notice) => self.on_commit_notice(from, notice),
+            Frame::Left { member, index } if member == self.me.id => self.on_removed_notice(index),
+            Frame::Left { .. } => {}
+            Frame::Flow(signal) => {
                 // Only members may pause the group.
                 if self.state.members().iter().any(|m| m.info.id.raft_id() == from) {
                     self.fc.on_message(from, signal, self.clock.now());
                     self.publish_flow();
                 }
             }
-            Inbound::Frame { kind, from, .. } => log::debug!("ignoring frame kind {} from {:x}", kind, from),
-            Inbound::PeerUp { id, addr, .. } => self.on_peer_up(id, &addr),
-            Inbound::PeerDown { .. } => {}
-            Inbound::ContactFailed { addr, reason } => log::debug!("could not reach {}: {}", addr, reason),
+        }
+    }
+
+    /// Sends `frame` to each of `to`, encoded once.
+    pub(super) fn send_frame(&self, to: impl IntoIterator<Item = u64>, frame: &Frame) {
+        let (kind, payload) = frame.encode();
+        for id in to {
+            self.net.send(id, kind, payload.clone());
         }
     }
 
@@ -587,8 +555,8 @@ impl Driver {
                 self.net.forget(id);
             }
         }
-        if self.raw.raft.state == StateRole::Leader {
-            for id in self.snapshots.check(&mut self.raw, now) {
+        if self.incarnation.raw.raft.state == StateRole::Leader {
+            for id in self.snapshots.check(&mut self.incarnation.raw, now) {
                 log::info!("no answer to the snapshot sent to member {:x} within {:?}: sending it again", id, super::snapshot_watch::LOST_AFTER);
             }
         }
@@ -609,12 +577,8 @@ impl Driver {
     }
 
     fn broadcast_flow(&self, signal: Signal) {
-        let payload = Bytes::from_static(if signal == Signal::Stop { &[1] } else { &[0] });
-        for m in self.state.members() {
-            if m.info.id != self.me.id {
-                self.net.send(m.info.id.raft_id(), KIND_FLOW, payload.clone());
-            }
-        }
+        let others = self.state.members().iter().filter(|m| m.info.id != self.me.id).map(|m| m.info.id.raft_id());
+        self.send_frame(others, &Frame::Flow(signal));
     }
 
     fn publish_flow(&self) {
@@ -633,7 +597,7 @@ impl Driver {
             self.bootstrap = None;
         }
         let Some((history, position)) = self.bootstrap else { return };
-        if self.raw.raft.state != StateRole::Leader || self.raw.raft.has_pending_conf() {
+        if self.incarnation.raw.raft.state != StateRole::Leader || self.incarnation.raw.raft.has_pending_conf() {
             return;
         }
         let ctx = Membership::Bootstrap { history, position, member: self.me.clone() };
@@ -647,7 +611,7 @@ impl Driver {
         // The membership rides in the conf change's own context (the
         // entry's context is not kept in the log).
         cc.set_context(Bytes::from(m.encode()));
-        if let Err(e) = self.raw.propose_conf_change(vec![], cc) {
+        if let Err(e) = self.incarnation.raw.propose_conf_change(vec![], cc) {
             log::debug!("membership change {:?} not proposed now: {}", m, e);
         }
     }
@@ -658,13 +622,7 @@ impl Driver {
 
     fn send(&mut self, msgs: Vec<Message>) {
         for m in msgs {
-            let to = m.to;
-            match m.write_to_bytes() {
-                Ok(b) => {
-                    self.net.send(to, KIND_RAFT, Bytes::from(b));
-                }
-                Err(e) => log::error!("cannot encode a raft message: {}", e),
-            }
+            self.send_frame([m.to], &Frame::Raft(m));
         }
     }
 
@@ -690,7 +648,7 @@ impl Driver {
         match Entry::decode(&data) {
             Ok(entry) => {
                 if matches!(entry, Entry::MemberState { member, transition: Transition::Rejoin, .. } if member == self.me.id) {
-                    self.quorum.rejoined();
+                    self.incarnation.quorum.rejoined();
                 }
                 let before = self.events.len();
                 self.state.apply(entry, &mut self.events);
@@ -728,8 +686,11 @@ impl Driver {
 
     /// Nothing after log index `index` is applied, and the node is told
     /// to leave the cluster.
-    fn stop_applying(&mut self, index: u64) {
-        self.halted = true;
+    pub(super) fn stop_applying(&mut self, index: u64) {
+        if self.is_halted() {
+            return;
+        }
+        self.phase = Phase::Halted; // from any other phase (see `phase::allowed`)
         self.events.push(GroupEvent::Halted { index });
     }
 
@@ -777,8 +738,8 @@ impl Driver {
             Ok(cc) => cc,
             Err(e) => return self.halt(index, &format!("configuration change: {}", e)),
         };
-        match self.raw.apply_conf_change(&cc) {
-            Ok(cs) => self.raw.store().set_conf_state(cs),
+        match self.incarnation.raw.apply_conf_change(&cc) {
+            Ok(cs) => self.incarnation.raw.store().set_conf_state(cs),
             // Refused alike on every member (e.g. removing the last voter).
             Err(e) => log::info!("configuration change at index {} refused by raft: {}", index, e),
         }
@@ -786,16 +747,16 @@ impl Driver {
             Ok(m) => {
                 log::debug!("applying membership {:?} at index {} (stale until {}, member now: {})", m, index, self.stale_until, self.state.member(self.me.id).is_some());
                 if let Membership::Add { member } = &m {
-                    self.raw.store().note_added(member.id.raft_id(), index);
+                    self.incarnation.raw.store().note_added(member.id.raft_id(), index);
                 }
                 if let Membership::Remove { member } = &m {
                     if *member != self.me.id {
-                        self.net.send(member.raft_id(), KIND_LEFT, super::membership::removed_notice(*member, index));
+                        self.send_frame([member.raft_id()], &Frame::Left { member: *member, index });
                         self.remember_removed(*member, index);
                     }
                 }
                 let me_out = matches!(&m, Membership::Remove { member } if *member == self.me.id);
-                if me_out && index > self.stale_until && self.leaving.is_none() {
+                if me_out && index > self.stale_until && !self.is_leaving_or_left() {
                     // As if told by the notice (see `removed_at`).
                     self.removed_at = Some(index);
                     return;
@@ -824,12 +785,12 @@ impl Driver {
             Ok(s) => s,
             Err(e) => return log::error!("ignoring a snapshot at index {}: {}", index, e),
         };
-        if let Err(e) = self.raw.store().apply_snapshot(snap.clone()) {
+        if let Err(e) = self.incarnation.raw.store().apply_snapshot(snap.clone()) {
             return log::error!("cannot install the snapshot at index {}: {}", index, e);
         }
         self.state = state;
         self.applying = index;
-        self.gate.restart(self.state.weighted().then_some(index));
+        self.incarnation.gate.restart(self.state.weighted().then_some(index));
         log::info!("restored the group state at seqno {} from a snapshot (index {})", self.state.seqno(), index);
         self.forget_own_proposals();
         let mut view = self.state.view();
@@ -901,9 +862,9 @@ impl Driver {
                 continue;
             }
             let id = u64::from_le_bytes(ctx[16..].try_into().expect("8 bytes"));
-            if let Some(i) = self.reads_asked.iter().position(|(r, _)| *r == id) {
-                let (_, reply) = self.reads_asked.swap_remove(i);
-                self.reads_ready.push((rs.index, reply));
+            if let Some(i) = self.incarnation.reads_asked.iter().position(|(r, _)| *r == id) {
+                let (_, reply) = self.incarnation.reads_asked.swap_remove(i);
+                self.incarnation.reads_ready.push((rs.index, reply));
             }
         }
         self.answer_reads();
@@ -912,9 +873,9 @@ impl Driver {
     /// A read is answered with the seqno assigned when the applied index
     /// reached the read index: everything ordered before the read.
     pub(super) fn answer_reads(&mut self) {
-        let applied = self.raw.raft.raft_log.applied;
+        let applied = self.incarnation.raw.raft.raft_log.applied;
         let seqno = self.state.seqno();
-        self.reads_ready.retain(|(index, reply)| {
+        self.incarnation.reads_ready.retain(|(index, reply)| {
             if *index > applied {
                 return true;
             }
@@ -923,8 +884,8 @@ impl Driver {
         });
         // Requests Raft dropped (no leader) are answered by the caller's
         // timeout; keep the list bounded meanwhile.
-        if self.reads_asked.len() > 4096 {
-            self.reads_asked.drain(..2048);
+        if self.incarnation.reads_asked.len() > 4096 {
+            self.incarnation.reads_asked.drain(..2048);
         }
     }
 
@@ -933,25 +894,23 @@ impl Driver {
     /// once a leader is back (see `quorum`).
     fn watch_quorum(&mut self) {
         let member = self.state.member(self.me.id).is_some();
-        if !member || self.joining.is_some() || self.leaving.is_some() || self.removed {
+        if !member || matches!(self.phase, Phase::Joining(_) | Phase::Leaving(_)) || self.removed {
             return;
         }
         let now = self.clock.now();
         let silent = super::quorum::LEADER_SILENT;
-        let leader = super::quorum::has_leader(self.raw.raft.leader_id, self.me.id.raft_id(), |id| self.liveness.heard_within(id, now, silent))
+        let leader = super::quorum::has_leader(self.incarnation.raw.raft.leader_id, self.me.id.raft_id(), |id| self.liveness.heard_within(id, now, silent))
             && self.weight_allows_leader(now);
-        if self.quorum.probe_due(now) {
-            for id in &self.peers {
-                self.net.send(*id, KIND_PROBE, Bytes::new());
-            }
+        if self.incarnation.quorum.probe_due(now) {
+            self.send_frame(self.peers.iter().copied(), &Frame::Probe);
             self.relay_commit_index();
         }
-        match self.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
+        match self.incarnation.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
             Some(Change::Lost) => self.lose_primary_or_ignore(),
             Some(Change::AskRejoin) => {
-                log::info!("leader {:x} is known and this node is non-Primary: asking the group for a primary view", self.raw.raft.leader_id);
+                log::info!("leader {:x} is known and this node is non-Primary: asking the group for a primary view", self.incarnation.raw.raft.leader_id);
                 let entry = Entry::MemberState { member: self.me.id, transition: Transition::Rejoin, seqno: self.state.seqno() };
-                let _ = self.raw.propose(vec![], entry.encode());
+                let _ = self.incarnation.raw.propose(vec![], entry.encode());
             }
             None => {}
         }
@@ -962,35 +921,28 @@ impl Driver {
     /// behind with its log: nothing it had not committed is ordered here
     /// (those writesets' clients failed with the non-primary view).
     pub(super) fn reform(&mut self) {
-        if self.quorum.is_primary() || self.state.member(self.me.id).is_none() {
+        if self.incarnation.quorum.is_primary() || self.state.member(self.me.id).is_none() {
             return log::warning!("pc.bootstrap ignored: this node is not in a non-primary component");
         }
         // The new log numbers on from everything this member holds of the
         // old one (see GroupLog::continuing).
-        let (last, term) = (self.raw.raft.raft_log.last_index(), self.raw.raft.term);
+        let (last, term) = (self.incarnation.raw.raft.raft_log.last_index(), self.incarnation.raw.raft.term);
         match raft_node_continuing(&self.raft_config, last.max(self.applying), term) {
-            Ok(raw) => self.raw = raw,
+            Ok(raw) => self.incarnation = self.incarnation.next(raw),
             Err(e) => return log::error!("pc.bootstrap: cannot start a new raft group: {}", e),
         }
         log::info!("forming a primary component of this node alone at {}:{}", self.state.history(), self.state.seqno());
         // The others are out of this component: told so if they call, they
         // join it again.
         let others: Vec<Uuid> = self.state.members().iter().map(|m| m.info.id).filter(|id| *id != self.me.id).collect();
-        let at = self.raw.raft.raft_log.last_index();
+        let at = self.incarnation.raw.raft.raft_log.last_index();
         for id in others {
             self.remember_removed(id, at);
         }
         self.bootstrap = Some((self.state.history(), self.state.seqno()));
         self.state.reform();
-        self.gate.restart(None);
-        self.quorum = Quorum::default();
-        self.leader_says = None;
-        self.restarted.clear();
-        self.dropped.clear();
-        self.reads_asked.clear();
-        self.reads_ready.clear();
         self.refresh_peers();
-        let _ = self.raw.campaign();
+        let _ = self.incarnation.raw.campaign();
     }
 
     /// No leader past the grace: non-primary, unless this member alone
@@ -1064,13 +1016,13 @@ impl Driver {
         self.last_fence = self.clock.now();
         log::info!("fencing proposals up to token {} (no progress for {:?}); they will be sent again", upto, FENCE_AFTER);
         let data = Entry::Fence { origin: self.me.id, token: upto }.encode();
-        let _ = self.raw.propose(vec![], data);
+        let _ = self.incarnation.raw.propose(vec![], data);
     }
 
     /// Snapshots when raft-rs asked for one or the log grew long.
     fn maybe_snapshot(&mut self) {
-        let applied = self.raw.raft.raft_log.applied;
-        let store = self.raw.store();
+        let applied = self.incarnation.raw.raft.raft_log.applied;
+        let store = self.incarnation.raw.store();
         let due = applied >= store.snapshot_index() + self.limits.snapshot_every || self.applied_bytes >= SNAPSHOT_BYTES;
         if !(store.snapshot_wanted() || due) || !self.state.is_primary() || !self.state.may_snapshot() {
             return;
@@ -1081,10 +1033,10 @@ impl Driver {
         snap.set_data(Bytes::from(join_snapshot(&self.state.encode(), &node)));
         let md = snap.mut_metadata();
         md.index = applied;
-        md.term = self.raw.raft.raft_log.term(applied).unwrap_or(0);
-        md.set_conf_state(self.raw.raft.prs().conf().to_conf_state());
-        let keep_from = self.raw.store().keep_from(applied, self.limits.log_keep, LOG_KEEP_BYTES);
-        self.raw.store().set_snapshot(snap, keep_from);
+        md.term = self.incarnation.raw.raft.raft_log.term(applied).unwrap_or(0);
+        md.set_conf_state(self.incarnation.raw.raft.prs().conf().to_conf_state());
+        let keep_from = self.incarnation.raw.store().keep_from(applied, self.limits.log_keep, LOG_KEEP_BYTES);
+        self.incarnation.raw.store().set_snapshot(snap, keep_from);
     }
 
     /// Events of an entry at `index` from `from` on: up to our removal
@@ -1177,7 +1129,7 @@ pub fn split_snapshot(data: &[u8]) -> Option<(&[u8], &[u8])> {
 
 impl super::ready::ReadyHandler for Driver {
     fn raw(&mut self) -> &mut RawNode<GroupLog> {
-        &mut self.raw
+        &mut self.incarnation.raw
     }
 
     fn send(&mut self, msgs: Vec<Message>) {
@@ -1193,7 +1145,7 @@ impl super::ready::ReadyHandler for Driver {
     }
 
     fn applied(&self) -> Option<u64> {
-        self.gate.applied_for_raft(self.applying, self.raw.raft.raft_log.applied)
+        self.incarnation.gate.applied_for_raft(self.applying, self.incarnation.raw.raft.raft_log.applied)
     }
 
     fn read_states(&mut self, states: Vec<raft::ReadState>) {

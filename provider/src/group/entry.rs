@@ -20,6 +20,7 @@
 use bytes::Bytes;
 
 use crate::gtid::{Seqno, Uuid};
+use crate::wire::{put_str, Reader, WireError};
 
 pub const VERSION: u8 = 1;
 
@@ -94,27 +95,6 @@ pub enum Membership {
     Remove { member: Uuid },
 }
 
-#[derive(Debug, PartialEq, Eq)]
-pub enum EntryError {
-    Empty,
-    Version(u8),
-    Tag(u8),
-    Truncated,
-    Text,
-}
-
-impl std::fmt::Display for EntryError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EntryError::Empty => write!(f, "empty group entry"),
-            EntryError::Version(v) => write!(f, "group entry version {} (this node speaks {})", v, VERSION),
-            EntryError::Tag(t) => write!(f, "unknown group entry type {}", t),
-            EntryError::Truncated => write!(f, "truncated group entry"),
-            EntryError::Text => write!(f, "group entry text is not UTF-8"),
-        }
-    }
-}
-
 const ORDERED: u8 = 1;
 const MEMBER_STATE: u8 = 3;
 const STATE_REQUEST: u8 = 4;
@@ -137,10 +117,10 @@ impl Entry {
             Entry::StateRequest { joiner, donors, ist, request } => {
                 out.push(STATE_REQUEST);
                 out.extend_from_slice(&joiner.0);
-                encode_str(donors, &mut out);
+                put_str(&mut out, donors);
                 out.extend_from_slice(&ist.position.0 .0);
                 out.extend_from_slice(&ist.position.1.to_le_bytes());
-                encode_str(&ist.addr, &mut out);
+                put_str(&mut out, &ist.addr);
                 out.extend_from_slice(request);
             }
             Entry::Fence { origin, token } => {
@@ -174,11 +154,11 @@ impl Entry {
 
     /// Decodes a committed entry; the payload of `Ordered` is a slice of
     /// `buf`, not a copy.
-    pub fn decode(buf: &Bytes) -> Result<Entry, EntryError> {
-        let mut r = Reader { buf, pos: 0 };
-        match r.u8().map_err(|_| EntryError::Empty)? {
+    pub fn decode(buf: &Bytes) -> Result<Entry, WireError> {
+        let mut r = Reader::new(buf);
+        match r.u8().map_err(|_| WireError::Empty)? {
             VERSION => {}
-            v => return Err(EntryError::Version(v)),
+            v => return Err(WireError::Version(v)),
         }
         match r.u8()? {
             ORDERED => {
@@ -216,13 +196,13 @@ impl Entry {
                     2 => Transition::Join,
                     3 => Transition::Sync,
                     4 => Transition::Rejoin,
-                    t => return Err(EntryError::Tag(t)),
+                    t => return Err(WireError::Tag(t)),
                 };
                 let seqno = r.u64()? as i64;
                 r.end()?;
                 Ok(Entry::MemberState { member, transition, seqno })
             }
-            t => Err(EntryError::Tag(t)),
+            t => Err(WireError::Tag(t)),
         }
     }
 }
@@ -264,11 +244,11 @@ impl Membership {
         out
     }
 
-    pub fn decode(buf: &[u8]) -> Result<Membership, EntryError> {
-        let mut r = Reader { buf, pos: 0 };
-        match r.u8().map_err(|_| EntryError::Empty)? {
+    pub fn decode(buf: &[u8]) -> Result<Membership, WireError> {
+        let mut r = Reader::new(buf);
+        match r.u8().map_err(|_| WireError::Empty)? {
             VERSION => {}
-            v => return Err(EntryError::Version(v)),
+            v => return Err(WireError::Version(v)),
         }
         let m = match r.u8()? {
             BOOTSTRAP => {
@@ -279,7 +259,7 @@ impl Membership {
             ADD => Membership::Add { member: decode_member(&mut r)? },
             PROMOTE => Membership::Promote { member: r.uuid()? },
             REMOVE => Membership::Remove { member: r.uuid()? },
-            t => return Err(EntryError::Tag(t)),
+            t => return Err(WireError::Tag(t)),
         };
         r.end()?;
         Ok(m)
@@ -294,62 +274,19 @@ impl Membership {
     }
 }
 
-fn encode_str(s: &str, out: &mut Vec<u8>) {
-    let mut end = s.len().min(u16::MAX as usize);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    out.extend_from_slice(&(end as u16).to_le_bytes());
-    out.extend_from_slice(&s.as_bytes()[..end]);
-}
-
 pub fn encode_member(m: &MemberInfo, out: &mut Vec<u8>) {
     out.extend_from_slice(&m.id.0);
     for s in [&m.name, &m.incoming, &m.address] {
-        encode_str(s, out);
+        put_str(out, s);
     }
 }
 
-pub fn decode_member(r: &mut Reader<'_>) -> Result<MemberInfo, EntryError> {
+pub fn decode_member(r: &mut Reader<'_>) -> Result<MemberInfo, WireError> {
     let id = r.uuid()?;
     let name = r.string()?;
     let incoming = r.string()?;
     let address = r.string()?;
     Ok(MemberInfo { id, name, incoming, address })
-}
-
-/// A bounds-checked reader: every decode error is a value, never a panic.
-pub struct Reader<'a> {
-    pub buf: &'a [u8],
-    pub pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    pub fn take(&mut self, n: usize) -> Result<&'a [u8], EntryError> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or(EntryError::Truncated)?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-    pub fn u8(&mut self) -> Result<u8, EntryError> {
-        Ok(self.take(1)?[0])
-    }
-    pub fn u32(&mut self) -> Result<u32, EntryError> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
-    }
-    pub fn u64(&mut self) -> Result<u64, EntryError> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
-    }
-    pub fn uuid(&mut self) -> Result<Uuid, EntryError> {
-        Ok(Uuid(self.take(16)?.try_into().unwrap()))
-    }
-    pub fn string(&mut self) -> Result<String, EntryError> {
-        let len = u16::from_le_bytes(self.take(2)?.try_into().unwrap()) as usize;
-        String::from_utf8(self.take(len)?.to_vec()).map_err(|_| EntryError::Text)
-    }
-    pub fn end(&self) -> Result<(), EntryError> {
-        if self.pos == self.buf.len() { Ok(()) } else { Err(EntryError::Truncated) }
-    }
 }
 
 #[cfg(test)]
@@ -408,8 +345,8 @@ mod tests {
 
     #[test]
     fn other_versions_and_tags_are_refused() {
-        assert_eq!(Entry::decode(&Bytes::from_static(&[2, 1])), Err(EntryError::Version(2)));
-        assert_eq!(Entry::decode(&Bytes::from_static(&[1, 9])), Err(EntryError::Tag(9)));
-        assert_eq!(Entry::decode(&Bytes::new()), Err(EntryError::Empty));
+        assert_eq!(Entry::decode(&Bytes::from_static(&[2, 1])), Err(WireError::Version(2)));
+        assert_eq!(Entry::decode(&Bytes::from_static(&[1, 9])), Err(WireError::Tag(9)));
+        assert_eq!(Entry::decode(&Bytes::new()), Err(WireError::Empty));
     }
 }

@@ -11,12 +11,13 @@
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use raft::prelude::ConfChangeType;
 use raft::StateRole;
 
-use super::driver::{Driver, KIND_JOIN, KIND_LEFT, REMEMBER_REMOVED};
-use super::entry::{decode_member, encode_member, Membership, Reader};
+use super::driver::{Driver, REMEMBER_REMOVED};
+use super::entry::{MemberInfo, Membership};
+use super::frame::Frame;
+use super::phase::Phase;
 use super::state::MemberState;
 use crate::gtid::{Seqno, Uuid};
 use crate::log;
@@ -48,9 +49,17 @@ impl Joining {
 }
 
 pub(super) struct Leaving {
-    reply: Sender<()>,
+    /// Everyone who asked to leave (a halted node's own leave, then the
+    /// server's disconnect) hears when it is done.
+    replies: Vec<Sender<()>>,
     deadline: Instant,
     next_step: Instant,
+}
+
+impl Leaving {
+    pub fn new(reply: Sender<()>, now: Instant) -> Leaving {
+        Leaving { replies: vec![reply], deadline: now + LEAVE_WAIT, next_step: now }
+    }
 }
 
 impl Driver {
@@ -58,7 +67,7 @@ impl Driver {
     /// answers (its `PeerUp` triggers the join request).
     pub(super) fn joining_tick(&mut self) {
         let now = self.clock.now();
-        let Some(j) = self.joining.as_mut() else { return };
+        let Phase::Joining(j) = &mut self.phase else { return };
         if now < j.next_try {
             return;
         }
@@ -77,7 +86,7 @@ impl Driver {
 
     /// A link came up: a joiner asks that member to take it in.
     pub(super) fn on_peer_up(&mut self, id: u64, addr: &str) {
-        let Some(j) = self.joining.as_mut() else { return };
+        let Phase::Joining(j) = &mut self.phase else { return };
         j.reached = true;
         if !j.linked.contains(&id) {
             j.linked.push(id);
@@ -87,20 +96,14 @@ impl Driver {
     }
 
     fn send_join_request(&self, id: u64) {
-        let mut req = Vec::new();
-        encode_member(&self.me, &mut req);
-        // Older members ignore what follows the member.
-        if let Some(p) = &self.previous {
-            req.extend_from_slice(&p.member.0);
-            req.extend_from_slice(&p.position.0 .0);
-            req.extend_from_slice(&p.position.1.to_le_bytes());
-        }
-        self.net.send(id, KIND_JOIN, Bytes::from(req));
+        let previous = self.previous.as_ref().map(|p| (p.member, Some(p.position)));
+        self.send_frame([id], &Frame::Join { member: self.me.clone(), previous });
     }
 
     /// We are in the group's member list: stop asking.
     pub(super) fn joined(&mut self) {
-        if self.joining.take().is_some() {
+        if self.is_joining() {
+            self.enter(Phase::Member);
             log::info!("joined the group as member {}", self.me.id);
         }
     }
@@ -108,16 +111,11 @@ impl Driver {
     /// A member receives a join request: it proposes the learner (raft-rs
     /// forwards it to the leader); a repeated request for a member already
     /// in is ignored when applied.
-    pub(super) fn on_join_request(&mut self, payload: &[u8]) {
-        let mut r = Reader { buf: payload, pos: 0 };
-        let member = match decode_member(&mut r) {
-            Ok(m) => m,
-            Err(e) => return log::warning!("ignoring a malformed join request: {}", e),
-        };
-        if let Ok(previous) = r.uuid() {
+    pub(super) fn on_join_request(&mut self, member: MemberInfo, previous: Option<(Uuid, Option<(Uuid, Seqno)>)>) {
+        if let Some((previous, held)) = previous {
             self.on_restarted_member(previous);
-            if let (Ok(history), Ok(seqno)) = (r.uuid(), r.u64()) {
-                self.on_restarted_joiner(previous, (history, seqno as Seqno));
+            if let Some(position) = held {
+                self.on_restarted_joiner(previous, position);
             }
         }
         if !self.state.is_primary() || self.state.member(member.id).is_some() {
@@ -134,14 +132,14 @@ impl Driver {
     /// no other primary can exist, so it forms one again on its own (what
     /// Galera's pc.recovery achieves when the killed members return).
     fn on_restarted_member(&mut self, previous: Uuid) {
-        if self.quorum.is_primary() || self.state.member(previous).is_none() || previous == self.me.id {
+        if self.incarnation.quorum.is_primary() || self.state.member(previous).is_none() || previous == self.me.id {
             return;
         }
-        if self.restarted.insert(previous) {
+        if self.incarnation.restarted.insert(previous) {
             log::info!("member {} of the last primary view has restarted", previous);
         }
         let me = self.me.id;
-        if self.state.members().iter().all(|m| m.info.id == me || self.restarted.contains(&m.info.id)) {
+        if self.state.members().iter().all(|m| m.info.id == me || self.incarnation.restarted.contains(&m.info.id)) {
             log::info!("every other member of the last primary view has restarted: this node forms the primary component again");
             self.reform();
         }
@@ -151,7 +149,7 @@ impl Driver {
     /// last primary component is back, its most advanced member forms it
     /// again (see `recovery`).
     fn on_restarted_joiner(&mut self, previous: Uuid, position: (Uuid, Seqno)) {
-        if self.joining.is_none() {
+        if !self.is_joining() {
             return;
         }
         let Some(r) = self.recovery.as_mut() else { return };
@@ -162,7 +160,7 @@ impl Driver {
         self.recovery = None;
         let id = self.me.id.raft_id();
         match super::driver::raft_node_with(&self.raft_config, vec![id]) {
-            Ok(raw) => self.raw = raw,
+            Ok(raw) => self.incarnation = self.incarnation.next(raw),
             Err(e) => return log::error!("cannot start the raft node to recover the component: {}", e),
         }
         log::info!(
@@ -171,17 +169,17 @@ impl Driver {
             me.position.0,
             me.position.1
         );
-        self.joining = None;
+        self.enter(Phase::Member);
         self.bootstrap = Some(me.position);
         self.events.push(super::state::GroupEvent::Bootstrapping);
         self.flush_events();
-        let _ = self.raw.campaign();
+        let _ = self.incarnation.raw.campaign();
     }
 
     /// The leader promotes learners that now hold the state, one conf
     /// change at a time.
     pub(super) fn promote_learners(&mut self) {
-        if self.raw.raft.state != StateRole::Leader || self.raw.raft.has_pending_conf() {
+        if self.incarnation.raw.raft.state != StateRole::Leader || self.incarnation.raw.raft.has_pending_conf() {
             return;
         }
         let ready = self
@@ -196,8 +194,15 @@ impl Driver {
     }
 
     pub(super) fn start_leaving(&mut self, reply: Sender<()>) {
-        let now = self.clock.now();
-        self.leaving = Some(Leaving { reply, deadline: now + LEAVE_WAIT, next_step: now });
+        match &mut self.phase {
+            Phase::Leaving(l) => return l.replies.push(reply),
+            Phase::Left => {
+                let _ = reply.send(());
+                return;
+            }
+            _ => {}
+        }
+        self.enter(Phase::Leaving(Leaving::new(reply, self.clock.now())));
         self.leaving_tick();
     }
 
@@ -205,25 +210,31 @@ impl Driver {
     /// us (or alone, or out of time); otherwise a leader hands leadership
     /// to another voter, a follower proposes its own removal.
     pub(super) fn leaving_tick(&mut self) {
-        let Some(l) = self.leaving.as_ref() else { return };
+        let Phase::Leaving(l) = &self.phase else { return };
         let alone = self.state.members().len() <= 1;
         let out = self.removed || self.state.member(self.me.id).is_none();
         if out || alone || self.clock.now() >= l.deadline {
             if self.clock.now() >= l.deadline {
                 log::info!("leaving without the group's acknowledgement after {:?}", LEAVE_WAIT);
             }
-            let l = self.leaving.take().expect("checked above");
+            let replies = l.replies.clone();
+            self.enter(Phase::Left);
             self.flush_events();
-            let _ = l.reply.send(());
+            for reply in replies {
+                let _ = reply.send(());
+            }
             return;
         }
         if self.clock.now() < l.next_step {
             return;
         }
-        self.leaving.as_mut().expect("checked above").next_step = self.clock.now() + LEAVE_RETRY;
+        let next_step = self.clock.now() + LEAVE_RETRY;
+        if let Phase::Leaving(l) = &mut self.phase {
+            l.next_step = next_step;
+        }
         let other_voter = self.state.members().iter().find(|m| m.voter && m.info.id != self.me.id).map(|m| m.info.id.raft_id());
-        if self.raw.raft.state == StateRole::Leader && other_voter.is_some() {
-            self.raw.transfer_leader(other_voter.expect("checked"));
+        if let Some(to) = other_voter.filter(|_| self.incarnation.raw.raft.state == StateRole::Leader) {
+            self.incarnation.raw.transfer_leader(to);
             return;
         }
         self.propose_membership(Membership::Remove { member: self.me.id }, ConfChangeType::RemoveNode);
@@ -235,12 +246,12 @@ impl Driver {
     /// the eviction timeout (see `liveness`), one conf change at a time.
     pub(super) fn evict_silent(&mut self) {
         let now = self.clock.now();
-        let leader = self.raw.raft.state == StateRole::Leader;
+        let leader = self.incarnation.raw.raft.state == StateRole::Leader;
         if leader && !self.was_leader {
             self.liveness.restart(now);
         }
         self.was_leader = leader;
-        if !leader || self.raw.raft.has_pending_conf() || self.leaving.is_some() {
+        if !leader || self.incarnation.raw.raft.has_pending_conf() || self.is_leaving_or_left() {
             return;
         }
         let others: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).filter(|id| *id != self.me.id.raft_id()).collect();
@@ -278,7 +289,7 @@ impl Driver {
         }
         if let Some((_, uuid, index)) = self.removed_members.iter().rev().find(|(id, ..)| *id == from) {
             if self.state.member(*uuid).is_none() {
-                self.net.send(from, KIND_LEFT, removed_notice(*uuid, *index));
+                self.send_frame([from], &Frame::Left { member: *uuid, index: *index });
             }
         }
     }
@@ -287,8 +298,11 @@ impl Driver {
     /// the node was evicted: it shows a non-primary view (the server stops
     /// taking queries) until the operator reconnects or restarts it.
     pub(super) fn on_removed_notice(&mut self, index: u64) {
-        if self.removed || self.joining.is_some() {
+        if self.removed || self.is_joining() {
             return; // a notice still on its way when we rejoined
+        }
+        if self.is_halted() || matches!(self.phase, Phase::Left) {
+            return; // it leaves anyway
         }
         if index != 0 && index <= self.stale_until {
             // About this node's previous incarnation (a member that saw it
@@ -296,7 +310,7 @@ impl Driver {
             return log::debug!("ignoring a removal notice for index {} (rejoined after {})", index, self.stale_until);
         }
         self.removed = true;
-        if self.leaving.is_some() {
+        if matches!(self.phase, Phase::Leaving(_)) {
             return self.leaving_tick();
         }
         if self.state.member(self.me.id).is_none() {
@@ -318,25 +332,19 @@ impl Driver {
         let peers: Vec<String> = self.state.members().iter().filter(|m| m.info.id != me && !m.info.address.is_empty()).map(|m| m.info.address.clone()).collect();
         let peers = if peers.is_empty() { self.last_peers.clone() } else { peers };
         match super::driver::raft_node_with(&self.raft_config, vec![]) {
-            Ok(raw) => self.raw = raw,
+            Ok(raw) => self.incarnation = self.incarnation.next(raw),
             Err(e) => return log::error!("cannot restart the raft node to rejoin: {}", e),
         }
         for client in self.proposals.abandon() {
             self.events.push(super::state::GroupEvent::ProposalFailed { token: client });
         }
         self.state = super::state::GroupState::new(me);
-        self.gate.restart(None);
         // Who was removed from the group it saw is stale once it starts
         // over: telling one of them "you are out" now could be about an
         // incarnation the group has since taken back.
         self.removed_members.clear();
-        self.quorum = super::quorum::Quorum::default();
-        // The leader's verdict on our weight was about the incarnation the
-        // group removed.
-        self.leader_says = None;
         self.removed = false;
-        self.restarted.clear();
-        self.joining = Some(Joining::new(peers, self.clock.now()));
+        self.enter(Phase::Joining(Joining::new(peers, self.clock.now())));
         self.stale_until = 0;
         self.applying = 0;
         self.events.push(super::state::GroupEvent::Rejoining);
@@ -345,33 +353,3 @@ impl Driver {
     }
 }
 
-/// The notice telling a removed member it is out: its id, then the log
-/// index of its removal (older members sent the id alone).
-pub(super) fn removed_notice(member: Uuid, index: u64) -> Bytes {
-    let mut out = member.0.to_vec();
-    out.extend_from_slice(&index.to_le_bytes());
-    Bytes::from(out)
-}
-
-/// The removal index a notice gives when it is for `me` (0: not known).
-pub(super) fn removed_notice_for(payload: &[u8], me: Uuid) -> Option<u64> {
-    if payload.get(..16)? != &me.0[..] {
-        return None;
-    }
-    let index = payload.get(16..24).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
-    Some(index)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_removed_notice_names_the_member_and_the_removal_index() {
-        let (me, other) = (Uuid([7; 16]), Uuid([8; 16]));
-        assert_eq!(removed_notice_for(&removed_notice(me, 4242), me), Some(4242));
-        assert_eq!(removed_notice_for(&removed_notice(other, 1), me), None);
-        assert_eq!(removed_notice_for(&me.0, me), Some(0), "an older member's notice");
-        assert_eq!(removed_notice_for(&[7; 3], me), None, "a truncated notice");
-    }
-}

@@ -9,12 +9,15 @@
 
 pub(crate) mod commands;
 mod driver;
+mod incarnation;
 pub mod entry;
 pub mod io;
 pub mod flow_control;
+pub(crate) mod frame;
 pub mod liveness;
 mod log;
 mod membership;
+mod phase;
 pub mod pieces;
 mod proposals;
 pub mod quorum;

@@ -77,12 +77,13 @@ impl View {
     }
 
     /// The view `encode` wrote, seen from member `me`.
-    pub fn decode(buf: &[u8], me: Uuid) -> Result<View, super::entry::EntryError> {
-        use super::entry::{decode_member, EntryError, Reader};
-        let mut r = Reader { buf, pos: 0 };
-        match r.u8().map_err(|_| EntryError::Empty)? {
+    pub fn decode(buf: &[u8], me: Uuid) -> Result<View, crate::wire::WireError> {
+        use super::entry::decode_member;
+        use crate::wire::{Reader, WireError};
+        let mut r = Reader::new(buf);
+        match r.u8().map_err(|_| WireError::Empty)? {
             VIEW_VERSION => {}
-            v => return Err(EntryError::Version(v)),
+            v => return Err(WireError::Version(v)),
         }
         let history = r.uuid()?;
         let (seqno, conf_id) = (r.u64()? as Seqno, r.u64()? as i64);

@@ -9,7 +9,8 @@ use std::time::Instant;
 use raft::prelude::Entry as RaftEntry;
 use raft::{GetEntriesContext, StateRole};
 
-use super::driver::{Driver, KIND_COMMIT};
+use super::driver::Driver;
+use super::frame::Frame;
 use super::entry::Entry;
 use super::quorum::Quorum;
 use super::state::{GroupEvent, Member};
@@ -19,38 +20,38 @@ use crate::log;
 impl Driver {
     /// Committed entries in: every one the gate lets through is applied.
     pub(super) fn apply_gated(&mut self, entries: Vec<RaftEntry>) {
-        self.gate.push(entries);
+        self.incarnation.gate.push(entries);
         self.deliver_gated();
     }
 
     /// Applies what the gate lets through, one entry at a time: an entry
     /// that changes a weight may switch the gate for the very next one.
     fn deliver_gated(&mut self) {
-        if self.removed_at.is_some() || self.halted {
+        if self.removed_at.is_some() || self.is_halted() {
             return;
         }
         // Out of `self` while entries apply (they never touch it).
-        let mut gate = std::mem::take(&mut self.gate);
+        let mut gate = std::mem::take(&mut self.incarnation.gate);
         let was = gate.is_active();
         gate.deliver(|e| {
             self.apply_entry(e);
-            (self.removed_at.is_none() && !self.halted).then(|| (self.state.weighted(), self.applying))
+            (self.removed_at.is_none() && !self.is_halted()).then(|| (self.state.weighted(), self.applying))
         });
         if gate.is_active() != was {
             log::info!("member weights are {} now", if was { "equal" } else { "unequal: delivery waits for the weighted commit index" });
         }
-        self.gate = gate;
+        self.incarnation.gate = gate;
     }
 
     /// The weighted commit index reached `index`: deliver up to it.
     fn open_gate(&mut self, index: u64) {
-        self.gate.open(index);
-        if self.gate.held() == 0 {
+        self.incarnation.gate.open(index);
+        if self.incarnation.gate.held() == 0 {
             return;
         }
         self.deliver_gated();
-        let applied = self.applying.max(self.raw.raft.raft_log.applied);
-        self.raw.advance_apply_to(applied);
+        let applied = self.applying.max(self.incarnation.raw.raft.raft_log.applied);
+        self.incarnation.raw.advance_apply_to(applied);
         self.answer_reads();
         self.flush_events();
     }
@@ -58,11 +59,11 @@ impl Driver {
     /// The leader's part, after every `Ready` and tick: the highest index
     /// voters weighing more than half hold (and Raft committed).
     pub(super) fn advance_weighted_commit(&mut self) {
-        if !self.gate.is_active() || self.raw.raft.state != StateRole::Leader {
+        if !self.incarnation.gate.is_active() || self.incarnation.raw.raft.state != StateRole::Leader {
             return;
         }
-        let prs = self.raw.raft.prs();
-        let index = weights::commit_index(&self.state, |id| prs.get(id).map_or(0, |p| p.matched), self.raw.raft.raft_log.committed);
+        let prs = self.incarnation.raw.raft.prs();
+        let index = weights::commit_index(&self.state, |id| prs.get(id).map_or(0, |p| p.matched), self.incarnation.raw.raft.raft_log.committed);
         self.open_gate(index);
     }
 
@@ -72,10 +73,10 @@ impl Driver {
     /// from before (with equal weights Raft's commit index is the weighted
     /// one).
     pub(super) fn send_commit_notice(&mut self, now: Instant) {
-        if !self.gate.ever_active() || self.raw.raft.state != StateRole::Leader {
+        if !self.incarnation.gate.ever_active() || self.incarnation.raw.raft.state != StateRole::Leader {
             return;
         }
-        self.broadcast_commit_notice(self.raw.raft.term, self.side_is_primary(now));
+        self.broadcast_commit_notice(self.incarnation.raw.raft.term, self.side_is_primary(now));
     }
 
     /// A non-primary member tells the others, with its probes, the weighted
@@ -88,7 +89,7 @@ impl Driver {
     /// ignored, since they still took it for their leader). Term 0: not a
     /// leader's notice, no verdict in it.
     pub(super) fn relay_commit_index(&self) {
-        if !self.gate.ever_active() || self.raw.raft.state == StateRole::Leader {
+        if !self.incarnation.gate.ever_active() || self.incarnation.raw.raft.state == StateRole::Leader {
             return;
         }
         self.broadcast_commit_notice(0, false);
@@ -97,29 +98,23 @@ impl Driver {
     /// Tells every member the weighted commit index this one knows (with
     /// equal weights now, Raft's commit index is the weighted one).
     fn broadcast_commit_notice(&self, term: u64, primary: bool) {
-        let index = self.gate.open_to().unwrap_or(self.raw.raft.raft_log.committed);
-        let payload = CommitNotice { term, index, primary }.encode();
-        for id in &self.peers {
-            self.net.send(*id, KIND_COMMIT, payload.clone());
-        }
+        let index = self.incarnation.gate.open_to().unwrap_or(self.incarnation.raw.raft.raft_log.committed);
+        self.send_frame(self.peers.iter().copied(), &Frame::Commit(CommitNotice { term, index, primary }));
     }
 
     /// A member's notice: the index is a fact about committed entries
     /// (the same on every member), whoever sends it; the verdict counts
     /// only from the current leader.
-    pub(super) fn on_commit_notice(&mut self, from: u64, payload: &[u8]) {
-        let Some(n) = CommitNotice::decode(payload) else {
-            return log::warning!("ignoring a malformed commit notice from {:x}", from);
-        };
+    pub(super) fn on_commit_notice(&mut self, from: u64, n: CommitNotice) {
         // The current leader counts even if this member's applied state
         // does not list it yet: a joiner whose gate holds the entry that
         // added the leader would otherwise wait for it forever (the
         // simulator with the production driver found it).
-        if !self.peers.contains(&from) && from != self.raw.raft.leader_id {
+        if !self.peers.contains(&from) && from != self.incarnation.raw.raft.leader_id {
             return;
         }
-        if from == self.raw.raft.leader_id && n.term == self.raw.raft.term {
-            self.leader_says = Some((from, n.primary, self.clock.now()));
+        if from == self.incarnation.raw.raft.leader_id && n.term == self.incarnation.raw.raft.term {
+            self.incarnation.leader_says = Some((from, n.primary, self.clock.now()));
         }
         self.open_gate(n.index);
     }
@@ -146,14 +141,14 @@ impl Driver {
     /// weighted majority: a light majority orders nothing it could deliver
     /// and must turn non-primary like any minority.
     pub(super) fn weight_allows_leader(&self, now: Instant) -> bool {
-        if !self.gate.is_active() {
+        if !self.incarnation.gate.is_active() {
             return true;
         }
-        if self.raw.raft.state == StateRole::Leader {
+        if self.incarnation.raw.raft.state == StateRole::Leader {
             return self.side_is_primary(now);
         }
-        self.leader_says.is_some_and(|(from, primary, at)| {
-            primary && from == self.raw.raft.leader_id && now.saturating_duration_since(at) < self.liveness.timeouts.suspect
+        self.incarnation.leader_says.is_some_and(|(from, primary, at)| {
+            primary && from == self.incarnation.raw.raft.leader_id && now.saturating_duration_since(at) < self.liveness.timeouts.suspect
         })
     }
 
@@ -169,8 +164,8 @@ impl Driver {
     /// a component that went on without them would lose acknowledged
     /// writesets.
     pub(super) fn deliver_own_log(&mut self) {
-        let from = self.applying.max(self.raw.raft.raft_log.applied) + 1;
-        let entries = match self.raw.raft.raft_log.entries(from, None, GetEntriesContext::empty(false)) {
+        let from = self.applying.max(self.incarnation.raw.raft.raft_log.applied) + 1;
+        let entries = match self.incarnation.raw.raft.raft_log.entries(from, None, GetEntriesContext::empty(false)) {
             Ok(es) => es,
             Err(e) => return log::error!("cannot read this node's log from index {}: {}", from, e),
         };
@@ -178,7 +173,7 @@ impl Driver {
             return;
         }
         log::info!("delivering {} entries of this node's log (indexes {}-{}) the old component may have committed", entries.len(), from, from + entries.len() as u64 - 1);
-        self.gate.restart(None);
+        self.incarnation.gate.restart(None);
         for e in entries {
             if self.removed_at.is_some() {
                 break;
@@ -192,7 +187,7 @@ impl Driver {
     /// `pc.weight`: an ordered entry, asked again at most once a second.
     pub(super) fn propose_weight(&mut self, now: Instant) {
         let Some(m) = self.state.member(self.me.id) else { return };
-        if m.weight == self.policy.weight || !self.quorum.is_primary() {
+        if m.weight == self.policy.weight || !self.incarnation.quorum.is_primary() {
             self.weight_asked = None;
             return;
         }
@@ -203,13 +198,13 @@ impl Driver {
             log::info!("pc.weight of this node is {}: telling the group", self.policy.weight);
         }
         self.weight_asked = Some(now);
-        let _ = self.raw.propose(vec![], Entry::Weight { member: self.me.id, weight: self.policy.weight }.encode());
+        let _ = self.incarnation.raw.propose(vec![], Entry::Weight { member: self.me.id, weight: self.policy.weight }.encode());
     }
 
     /// `wsrep_cluster_weight` (the primary component's weight, 0 outside
     /// one) and this member's weight as ordered, for the node.
     pub(super) fn publish_weights(&self) {
-        let primary = self.quorum.is_primary() && self.state.is_primary();
+        let primary = self.incarnation.quorum.is_primary() && self.state.is_primary();
         let cluster = if primary { self.state.weight_of(|_| true) } else { 0 };
         let own = self.state.member(self.me.id).map_or(0, |m| m.weight);
         self.counters.cluster_weight.store(cluster, std::sync::atomic::Ordering::Relaxed);
@@ -218,10 +213,10 @@ impl Driver {
 
     /// A writeset proposal is refused while too much waits at the gate.
     pub(super) fn gate_full(&mut self, token: u64) -> bool {
-        if !self.gate.full() {
+        if !self.incarnation.gate.full() {
             return false;
         }
-        log::warning!("{} committed entries wait for the weighted commit index: refusing a writeset", self.gate.held());
+        log::warning!("{} committed entries wait for the weighted commit index: refusing a writeset", self.incarnation.gate.held());
         self.events.push(GroupEvent::ProposalFailed { token });
         true
     }

@@ -32,7 +32,6 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use bytes::Bytes;
 use raft::prelude::Entry as RaftEntry;
 
 use super::state::{GroupState, Member};
@@ -153,25 +152,6 @@ pub struct CommitNotice {
     pub primary: bool,
 }
 
-impl CommitNotice {
-    pub fn encode(&self) -> Bytes {
-        let mut out = Vec::with_capacity(17);
-        out.extend_from_slice(&self.term.to_le_bytes());
-        out.extend_from_slice(&self.index.to_le_bytes());
-        out.push(self.primary as u8);
-        Bytes::from(out)
-    }
-
-    pub fn decode(buf: &[u8]) -> Option<CommitNotice> {
-        if buf.len() != 17 {
-            return None;
-        }
-        let term = u64::from_le_bytes(buf[..8].try_into().ok()?);
-        let index = u64::from_le_bytes(buf[8..16].try_into().ok()?);
-        Some(CommitNotice { term, index, primary: buf[16] != 0 })
-    }
-}
-
 /// Committed entries on their way to delivery, waiting for the weighted
 /// commit index while weights differ. Bounded: a side that commits
 /// without its heavy members turns non-primary within the eviction
@@ -277,6 +257,12 @@ impl Gate {
         self.open_to = open_to;
         self.ever_active |= open_to.is_some();
     }
+
+    /// The gate of the member's next Raft node (a rejoin, a reform):
+    /// nothing held, closed, but it remembers that weights once differed.
+    pub fn for_next_log(&self) -> Gate {
+        Gate { ever_active: self.ever_active, ..Gate::default() }
+    }
 }
 
 #[cfg(test)]
@@ -285,13 +271,6 @@ mod tests {
 
     fn entries(range: std::ops::RangeInclusive<u64>) -> Vec<RaftEntry> {
         range.map(|index| RaftEntry { index, ..Default::default() }).collect()
-    }
-
-    #[test]
-    fn notices_round_trip_and_refuse_other_lengths() {
-        let n = CommitNotice { term: 7, index: 1234, primary: true };
-        assert_eq!(CommitNotice::decode(&n.encode()), Some(n));
-        assert_eq!(CommitNotice::decode(&n.encode()[..16]), None);
     }
 
     #[test]

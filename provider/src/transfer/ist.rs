@@ -19,7 +19,7 @@
 use bytes::Bytes;
 
 use crate::gcache::Cached;
-use crate::group::entry::Reader;
+use crate::wire::Reader;
 use crate::gtid::{Seqno, Uuid};
 
 /// The IST chunk format; the frame's own version byte is the transport's.
@@ -110,7 +110,7 @@ pub fn encode(chunk: &Chunk) -> (u8, Bytes) {
 
 /// Decodes a frame's chunk; every malformation is an error, never a panic.
 pub fn decode(kind: u8, buf: &Bytes) -> Result<Chunk, String> {
-    let mut r = Reader { buf, pos: 0 };
+    let mut r = Reader::new(buf);
     let bad = |e| format!("malformed IST chunk: {}", e);
     let chunk = match kind {
         HEADER => {

@@ -16,6 +16,7 @@ use std::io::{self, Read, Write};
 use super::frame::{self, FrameError, HELLO, REFUSE, VERSION, WELCOME};
 use super::PeerId;
 use crate::gtid::Uuid;
+use crate::wire::{put_str, Reader};
 
 /// Handshake frames carry a few names: anything bigger is not a peer, and
 /// a stranger must not make us allocate the 64 MiB a link frame may have.
@@ -67,8 +68,8 @@ impl Hello {
     }
 
     pub fn decode(b: &[u8]) -> Option<Hello> {
-        let mut c = Cursor(b);
-        Some(Hello { cluster: c.str()?, uuid: c.uuid()?, id: c.u64()?, listen: c.str()?, nonce: c.u64()? })
+        let mut c = Reader::new(b);
+        Some(Hello { cluster: c.string().ok()?, uuid: c.uuid().ok()?, id: c.u64().ok()?, listen: c.string().ok()?, nonce: c.u64().ok()? })
     }
 }
 
@@ -82,8 +83,8 @@ impl Welcome {
     }
 
     pub fn decode(b: &[u8]) -> Option<Welcome> {
-        let mut c = Cursor(b);
-        Some(Welcome { uuid: c.uuid()?, id: c.u64()?, listen: c.str()? })
+        let mut c = Reader::new(b);
+        Some(Welcome { uuid: c.uuid().ok()?, id: c.u64().ok()?, listen: c.string().ok()? })
     }
 }
 
@@ -98,7 +99,7 @@ pub fn dial(s: &mut (impl Read + Write), hello: &Hello) -> Result<Welcome, Failu
     frame::write_frame(s, HELLO, &hello.encode()).map_err(|e| Failure::Broken(format!("cannot send hello: {}", e)))?;
     match frame::read_frame(s, LIMIT) {
         Ok((WELCOME, p)) => Welcome::decode(&p).ok_or_else(|| Failure::Broken("malformed welcome".into())),
-        Ok((REFUSE, p)) => Err(Failure::Refused(Cursor(&p).str().unwrap_or_else(|| "no reason given".into()))),
+        Ok((REFUSE, p)) => Err(Failure::Refused(Reader::new(&p).string().unwrap_or_else(|_| "no reason given".into()))),
         Ok((kind, _)) => Err(Failure::Broken(format!("unexpected frame kind {} in the handshake", kind))),
         Err(FrameError::Version { version, .. }) => {
             Err(Failure::Refused(format!("peer speaks protocol {}, this node {}", version, VERSION)))
@@ -128,44 +129,6 @@ fn describe(e: FrameError) -> String {
     }
 }
 
-fn put_str(b: &mut Vec<u8>, s: &str) {
-    // Names and addresses are short; a longer string is cut at a char
-    // boundary rather than making the frame unreadable.
-    let mut end = s.len().min(u16::MAX as usize);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    b.extend_from_slice(&(end as u16).to_le_bytes());
-    b.extend_from_slice(&s.as_bytes()[..end]);
-}
-
-/// Reads fields off a payload; None when it runs short.
-struct Cursor<'a>(&'a [u8]);
-
-impl Cursor<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Some(head)
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn uuid(&mut self) -> Option<Uuid> {
-        Some(Uuid(self.take(16)?.try_into().ok()?))
-    }
-
-    fn str(&mut self) -> Option<String> {
-        let len = u16::from_le_bytes(self.take(2)?.try_into().ok()?) as usize;
-        String::from_utf8(self.take(len)?.to_vec()).ok()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,6 +145,6 @@ mod tests {
         }
         let w = Welcome { uuid: Uuid::random(), id: 3, listen: String::new() };
         assert_eq!(Welcome::decode(&w.encode()), Some(w));
-        assert_eq!(Cursor(&encode_refuse("no")).str().as_deref(), Some("no"));
+        assert_eq!(Reader::new(&encode_refuse("no")).string().as_deref(), Ok("no"));
     }
 }

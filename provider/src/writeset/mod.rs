@@ -21,6 +21,7 @@ pub use builder::{AppendError, Builder};
 use bytes::Bytes;
 
 use crate::gtid::{Seqno, Uuid};
+use crate::wire::{Reader, WireError};
 
 /// Writeset flags: the wsrep API's bit values, because they travel from the
 /// originator's `certify` to every node's `apply_cb` unchanged.
@@ -109,6 +110,14 @@ impl std::fmt::Display for DecodeError {
     }
 }
 
+/// A writeset's fields are read by `wire::Reader`: running short is the
+/// one error it can meet here, and the checksum has already passed.
+impl From<WireError> for DecodeError {
+    fn from(_: WireError) -> DecodeError {
+        DecodeError::Truncated
+    }
+}
+
 impl WriteSet {
     pub fn new(flags: u32, source: Uuid, trx_id: u64, conn_id: u64, last_seen: Seqno, keys: Vec<Key>, data: Bytes) -> WriteSet {
         WriteSet { flags, source, trx_id, conn_id, last_seen, keys, data }
@@ -172,7 +181,7 @@ impl WriteSet {
         if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().unwrap()) {
             return Err(if &buf[..4] == MAGIC { DecodeError::BadChecksum } else { DecodeError::BadMagic });
         }
-        let mut r = Reader { buf: body, pos: 0 };
+        let mut r = Reader::new(body);
         if r.take(4)? != MAGIC {
             return Err(DecodeError::BadMagic);
         }
@@ -180,7 +189,7 @@ impl WriteSet {
         if flags & !flags::MASK != 0 {
             return Err(DecodeError::BadFlags(flags));
         }
-        let source = Uuid(r.take(16)?.try_into().unwrap());
+        let source = r.uuid()?;
         let trx_id = r.u64()?;
         let conn_id = r.u64()?;
         let last_seen = r.u64()? as i64;
@@ -212,37 +221,15 @@ fn encode_key(key: &Key, out: &mut Vec<u8>) {
 }
 
 fn decode_key(r: &mut Reader<'_>) -> Result<Key, DecodeError> {
-    let kind_byte = r.take(1)?[0];
+    let kind_byte = r.u8()?;
     let kind = KeyKind::from_wire(kind_byte).ok_or(DecodeError::BadKeyKind(kind_byte))?;
-    let count = r.take(1)?[0] as usize;
+    let count = r.u8()? as usize;
     let mut parts = Vec::with_capacity(count);
     for _ in 0..count {
-        let len = u16::from_le_bytes(r.take(2)?.try_into().unwrap()) as usize;
+        let len = r.u16()? as usize;
         parts.push(r.take(len)?.to_vec());
     }
     Ok(Key { kind, parts })
-}
-
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or(DecodeError::Truncated)?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-
-    fn u32(&mut self) -> Result<u32, DecodeError> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
-    }
-
-    fn u64(&mut self) -> Result<u64, DecodeError> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
-    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! ```
 
 use super::{GroupState, Member, MemberState};
-use crate::group::entry::{decode_member, encode_member, EntryError, Reader};
+use crate::group::entry::{decode_member, encode_member};
+use crate::wire::{Reader, WireError};
 use crate::gtid::Uuid;
 
 // 2: members carry their weight.
@@ -21,13 +22,13 @@ fn state_byte(s: MemberState) -> u8 {
     }
 }
 
-fn state_of(b: u8) -> Result<MemberState, EntryError> {
+fn state_of(b: u8) -> Result<MemberState, WireError> {
     Ok(match b {
         1 => MemberState::Joiner,
         2 => MemberState::Donor,
         3 => MemberState::Joined,
         4 => MemberState::Synced,
-        t => return Err(EntryError::Tag(t)),
+        t => return Err(WireError::Tag(t)),
     })
 }
 
@@ -55,10 +56,10 @@ impl GroupState {
     }
 
     /// The state a snapshot carries, seen from member `me`.
-    pub fn decode(me: Uuid, buf: &[u8]) -> Result<GroupState, EntryError> {
-        let mut r = Reader { buf, pos: 0 };
+    pub fn decode(me: Uuid, buf: &[u8]) -> Result<GroupState, WireError> {
+        let mut r = Reader::new(buf);
         if r.u8()? != VERSION {
-            return Err(EntryError::Version(buf[0]));
+            return Err(WireError::Version(buf[0]));
         }
         let mut g = GroupState::new(me);
         g.history = r.uuid()?;

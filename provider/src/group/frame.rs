@@ -1,0 +1,206 @@
+//! The group's messages between members outside the Raft log: one enum,
+//! one encoder, one decoder. Each travels as one transport frame whose
+//! kind byte says which message it is; a frame that does not decode is
+//! refused here, with the reason, before any handler sees it.
+//!
+//! The formats are those the members spoke before this enum existed, so
+//! members of either build understand each other: a join request and a
+//! removal notice may end early (older members sent less).
+
+use bytes::Bytes;
+use protobuf::Message as _;
+use raft::prelude::Message;
+
+use super::entry::{decode_member, encode_member, MemberInfo};
+use super::flow_control::Signal;
+use super::weights::CommitNotice;
+use crate::gtid::{Seqno, Uuid};
+use crate::wire::{Reader, WireError};
+
+const KIND_RAFT: u8 = 1;
+const KIND_JOIN: u8 = 2;
+const KIND_FLOW: u8 = 3;
+const KIND_LEFT: u8 = 4;
+// Kind 5 carried IST chunks until IST got its own connection
+// (`transfer::channel`, protocol 2).
+const KIND_PROBE: u8 = 6;
+const KIND_COMMIT: u8 = 7;
+
+#[derive(Debug, PartialEq)]
+pub(crate) enum Frame {
+    Raft(Message),
+    /// A joiner asks to be taken in. `previous`: the member this node was
+    /// before it was killed, and what it held then (see `recovery`).
+    Join { member: MemberInfo, previous: Option<(Uuid, Option<(Uuid, Seqno)>)> },
+    /// This member's backlog crossed a flow-control limit.
+    Flow(Signal),
+    /// "You are out": sent to a member the group has just removed, at log
+    /// index `index` (0: not known); the leader stops replicating to it,
+    /// so it would never see its removal commit.
+    Left { member: Uuid, index: u64 },
+    /// "Am I still one of you?": a non-primary member's call; a member
+    /// that removed it answers with `Left` (see `Quorum::probe_due`).
+    Probe,
+    /// The leader's weighted commit index and quorum verdict, while
+    /// weights differ (see `weighted`).
+    Commit(CommitNotice),
+}
+
+#[derive(Debug, PartialEq)]
+pub(crate) enum FrameError {
+    /// A kind this build does not know (a newer member's message).
+    Kind(u8),
+    Malformed(&'static str, WireError),
+    /// A Raft message protobuf refused.
+    Raft(String),
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::Kind(k) => write!(f, "unknown group frame kind {}", k),
+            FrameError::Malformed(what, e) => write!(f, "malformed {}: {}", what, e),
+            FrameError::Raft(e) => write!(f, "malformed raft message: {}", e),
+        }
+    }
+}
+
+impl Frame {
+    pub(crate) fn encode(&self) -> (u8, Bytes) {
+        let mut out = Vec::new();
+        let kind = match self {
+            // A Message of raft-rs always encodes (no required fields).
+            Frame::Raft(m) => return (KIND_RAFT, Bytes::from(m.write_to_bytes().expect("a raft message encodes"))),
+            Frame::Join { member, previous } => {
+                encode_member(member, &mut out);
+                if let Some((uuid, held)) = previous {
+                    out.extend_from_slice(&uuid.0);
+                    if let Some((history, seqno)) = held {
+                        out.extend_from_slice(&history.0);
+                        out.extend_from_slice(&seqno.to_le_bytes());
+                    }
+                }
+                KIND_JOIN
+            }
+            Frame::Flow(signal) => {
+                out.push((*signal == Signal::Stop) as u8);
+                KIND_FLOW
+            }
+            Frame::Left { member, index } => {
+                out.extend_from_slice(&member.0);
+                out.extend_from_slice(&index.to_le_bytes());
+                KIND_LEFT
+            }
+            Frame::Probe => KIND_PROBE,
+            Frame::Commit(n) => {
+                out.extend_from_slice(&n.term.to_le_bytes());
+                out.extend_from_slice(&n.index.to_le_bytes());
+                out.push(n.primary as u8);
+                KIND_COMMIT
+            }
+        };
+        (kind, Bytes::from(out))
+    }
+
+    pub(crate) fn decode(kind: u8, payload: &[u8]) -> Result<Frame, FrameError> {
+        let mut r = Reader::new(payload);
+        let frame = match kind {
+            KIND_RAFT => return Message::parse_from_bytes(payload).map(Frame::Raft).map_err(|e| FrameError::Raft(e.to_string())),
+            KIND_JOIN => decode_join(&mut r).map_err(|e| FrameError::Malformed("join request", e))?,
+            KIND_FLOW => match r.u8() {
+                Ok(0) => Frame::Flow(Signal::Cont),
+                Ok(1) => Frame::Flow(Signal::Stop),
+                Ok(t) => return Err(FrameError::Malformed("flow control", WireError::Tag(t))),
+                Err(e) => return Err(FrameError::Malformed("flow control", e)),
+            },
+            KIND_LEFT => decode_left(&mut r).map_err(|e| FrameError::Malformed("removal notice", e))?,
+            KIND_PROBE => Frame::Probe,
+            KIND_COMMIT => decode_commit(&mut r).map_err(|e| FrameError::Malformed("commit notice", e))?,
+            k => return Err(FrameError::Kind(k)),
+        };
+        r.end().map_err(|e| FrameError::Malformed("group frame", e))?;
+        Ok(frame)
+    }
+}
+
+fn decode_join(r: &mut Reader<'_>) -> Result<Frame, WireError> {
+    let member = decode_member(r)?;
+    let previous = match r.remaining() {
+        0 => None,
+        _ => {
+            let uuid = r.uuid()?;
+            let held = match r.remaining() {
+                0 => None,
+                _ => Some((r.uuid()?, r.u64()? as Seqno)),
+            };
+            Some((uuid, held))
+        }
+    };
+    Ok(Frame::Join { member, previous })
+}
+
+fn decode_left(r: &mut Reader<'_>) -> Result<Frame, WireError> {
+    let member = r.uuid()?;
+    let index = if r.remaining() == 0 { 0 } else { r.u64()? };
+    Ok(Frame::Left { member, index })
+}
+
+fn decode_commit(r: &mut Reader<'_>) -> Result<Frame, WireError> {
+    let (term, index) = (r.u64()?, r.u64()?);
+    let primary = match r.u8()? {
+        0 => false,
+        1 => true,
+        t => return Err(WireError::Tag(t)),
+    };
+    Ok(Frame::Commit(CommitNotice { term, index, primary }))
+}
+
+/// One of each frame, for the tests and the decoders' fuzzing.
+#[cfg(test)]
+pub(crate) fn every_frame() -> Vec<Frame> {
+    let member = MemberInfo { id: Uuid([1; 16]), name: "node1".into(), incoming: "127.0.0.1:3306".into(), address: "127.0.0.1:4567".into() };
+    let mut m = Message::default();
+    m.to = 2;
+    m.term = 7;
+    vec![
+        Frame::Raft(m),
+        Frame::Join { member: member.clone(), previous: None },
+        Frame::Join { member: member.clone(), previous: Some((Uuid([2; 16]), None)) },
+        Frame::Join { member, previous: Some((Uuid([2; 16]), Some((Uuid([3; 16]), 41)))) },
+        Frame::Flow(Signal::Stop),
+        Frame::Flow(Signal::Cont),
+        Frame::Left { member: Uuid([4; 16]), index: 4242 },
+        Frame::Probe,
+        Frame::Commit(CommitNotice { term: 3, index: 99, primary: true }),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_frame_round_trips() {
+        for f in every_frame() {
+            let (kind, payload) = f.encode();
+            assert_eq!(Frame::decode(kind, &payload).unwrap(), f);
+        }
+    }
+
+    #[test]
+    fn a_cut_or_lengthened_frame_is_refused_unless_an_older_member_sent_it() {
+        for f in every_frame().into_iter().filter(|f| !matches!(f, Frame::Raft(_) | Frame::Probe)) {
+            let (kind, payload) = f.encode();
+            let mut longer = payload.to_vec();
+            longer.push(0);
+            assert!(Frame::decode(kind, &longer).is_err(), "{:?} with a byte more", f);
+            for len in 0..payload.len() {
+                if let Ok(cut) = Frame::decode(kind, &payload[..len]) {
+                    // A join without its tail, a notice without its index.
+                    assert!(matches!(cut, Frame::Join { .. } | Frame::Left { index: 0, .. }), "{:?} cut to {}", cut, len);
+                }
+            }
+        }
+        assert_eq!(Frame::decode(9, &[]), Err(FrameError::Kind(9)));
+    }
+}

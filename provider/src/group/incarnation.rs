@@ -1,0 +1,74 @@
+//! One Raft node of this member and what it learned: replaced whole when
+//! the member starts a new Raft node (a rejoin after the group removed it,
+//! a reform with `pc.bootstrap`).
+//!
+//! Each of these facts is about the Raft node that learned it: the old
+//! node's leader verdict, its unanswered ReadIndex requests, the entries it
+//! could not hand to a leader are not true of the next node. They used to
+//! be reset field by field, and a rejoin and a reform reset different sets
+//! (a rejoin kept the old node's dropped proposals, which would then have
+//! been ordered as the new incarnation's). Keeping them in one struct that
+//! is replaced whole makes forgetting one impossible.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::mpsc::Sender;
+use std::time::Instant;
+
+use raft::RawNode;
+
+use super::log::GroupLog;
+use super::quorum::Quorum;
+use super::weights::Gate;
+use crate::gtid::{Seqno, Uuid};
+
+/// Fire-and-forget proposals kept while no leader is known. A member
+/// makes a handful per state change, so this only bounds a pathology.
+pub(super) const MAX_DROPPED: usize = 1024;
+
+pub(crate) struct Incarnation {
+    pub(super) raw: RawNode<GroupLog>,
+    /// Whether this Raft node still has a leader (the primary component).
+    pub(super) quorum: Quorum,
+    /// Committed entries waiting for the weighted commit index.
+    pub(super) gate: Gate,
+    /// The leader's last verdict on its weight (leader, primary, when).
+    pub(super) leader_says: Option<(u64, bool, Instant)>,
+    /// Members of our last primary view whose node has restarted since:
+    /// gone for good, whatever partition they seemed to be in.
+    pub(super) restarted: BTreeSet<Uuid>,
+    /// Fire-and-forget proposals Raft dropped (no leader), to retry; at
+    /// most MAX_DROPPED.
+    pub(super) dropped: VecDeque<Vec<u8>>,
+    /// ReadIndex requests Raft has not answered yet, and answered ones
+    /// waiting for the applied index to reach them. Dropped with the
+    /// incarnation, their callers hear an error rather than wait for an
+    /// answer the new Raft node will never give.
+    pub(super) reads_asked: Vec<(u64, Sender<Seqno>)>,
+    pub(super) reads_ready: Vec<(u64, Sender<Seqno>)>,
+}
+
+impl Incarnation {
+    /// The member's first Raft node.
+    pub(super) fn first(raw: RawNode<GroupLog>) -> Incarnation {
+        Incarnation::with_gate(raw, Gate::default())
+    }
+
+    /// The next Raft node of the member: only what is about the member,
+    /// not about the node it had, carries over.
+    pub(super) fn next(&self, raw: RawNode<GroupLog>) -> Incarnation {
+        Incarnation::with_gate(raw, self.gate.for_next_log())
+    }
+
+    fn with_gate(raw: RawNode<GroupLog>, gate: Gate) -> Incarnation {
+        Incarnation {
+            raw,
+            quorum: Quorum::default(),
+            gate,
+            leader_says: None,
+            restarted: BTreeSet::new(),
+            dropped: VecDeque::new(),
+            reads_asked: Vec::new(),
+            reads_ready: Vec::new(),
+        }
+    }
+}
