@@ -45,6 +45,9 @@ pub enum Failure {
     Refused(String),
     /// The connection failed or spoke nonsense.
     Broken(String),
+    /// The peer hung up before its first byte: a node that was stopping
+    /// while it dialed, not a fault of anyone's.
+    Gone,
 }
 
 impl std::fmt::Display for Failure {
@@ -52,6 +55,7 @@ impl std::fmt::Display for Failure {
         match self {
             Failure::Refused(r) => write!(f, "refused: {}", r),
             Failure::Broken(r) => write!(f, "{}", r),
+            Failure::Gone => write!(f, "closed before the handshake"),
         }
     }
 }
@@ -115,6 +119,7 @@ pub fn read_hello(s: &mut impl Read) -> Result<Hello, Failure> {
         Ok((HELLO, p)) => Hello::decode(&p).ok_or_else(|| Failure::Broken("malformed hello".into())),
         Ok((kind, _)) => Err(Failure::Broken(format!("expected a hello, got frame kind {}", kind))),
         Err(e @ FrameError::Version { kind: HELLO, .. }) => Err(Failure::Refused(e.to_string())),
+        Err(FrameError::Closed) => Err(Failure::Gone),
         Err(e) => Err(Failure::Broken(describe(e))),
     }
 }
@@ -146,5 +151,14 @@ mod tests {
         let w = Welcome { uuid: Uuid::random(), id: 3, listen: String::new() };
         assert_eq!(Welcome::decode(&w.encode()), Some(w));
         assert_eq!(Reader::new(&encode_refuse("no")).string().as_deref(), Ok("no"));
+    }
+
+    #[test]
+    fn a_peer_that_hangs_up_before_its_hello_is_gone_and_one_that_stops_halfway_broken() {
+        assert!(matches!(read_hello(&mut &[][..]), Err(Failure::Gone)));
+        let hello = Hello { cluster: "c".into(), uuid: Uuid::random(), id: 7, listen: String::new(), nonce: 1 };
+        let mut wire = Vec::new();
+        frame::write_frame(&mut wire, HELLO, &hello.encode()).expect("to a Vec");
+        assert!(matches!(read_hello(&mut &wire[..4]), Err(Failure::Broken(_))));
     }
 }

@@ -183,7 +183,7 @@ impl Shared {
                     if msg != last_failure && !self.stopping.load(Ordering::Acquire) {
                         match f {
                             Failure::Refused(_) => warning!("connection to {} {}; retrying", addr, msg),
-                            Failure::Broken(_) => info!("cannot reach {}: {}; retrying", addr, msg),
+                            Failure::Broken(_) | Failure::Gone => info!("cannot reach {}: {}; retrying", addr, msg),
                         }
                         last_failure = msg;
                     }
@@ -277,7 +277,7 @@ impl Shared {
             Err(f) => {
                 match &f {
                     Failure::Refused(_) => warning!("connection to {} {}", addr, f),
-                    Failure::Broken(_) => info!("cannot contact {}: {}", addr, f),
+                    Failure::Broken(_) | Failure::Gone => info!("cannot contact {}: {}", addr, f),
                 }
                 Inbound::ContactFailed { addr, reason: f.to_string() }
             }
