@@ -768,6 +768,11 @@ impl Driver {
                 let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
                 self.fc.retain_members(&ids);
                 self.publish_flow();
+                if me_out && matches!(self.phase, Phase::Leaving(_)) {
+                    // The leave is done: what the group orders after it
+                    // is not numbered for this member (see `applies`).
+                    self.leaving_tick();
+                }
             }
             Err(e) => self.halt(index, &format!("membership change: {}", e)),
         }

@@ -71,6 +71,14 @@ impl Driver {
         self.stop_applying(self.applying);
     }
 
+    /// Whether committed entries are still applied: not after the log
+    /// removed this member (evicted: it rejoins; left: it is done), nor
+    /// once it halted. The group numbers what follows a removal for the
+    /// members only, so a member that went on would see its seqnos jump.
+    pub(super) fn applies(&self) -> bool {
+        self.removed_at.is_none() && !matches!(self.phase, Phase::Halted | Phase::Left)
+    }
+
     pub(super) fn is_halted(&self) -> bool {
         matches!(self.phase, Phase::Halted)
     }

@@ -163,6 +163,9 @@ pub struct Driven {
     apply_rate: usize,
     /// Flow control as this node last asked for it.
     stop_requested: bool,
+    /// Asked to leave the group (as a server's shutdown does): the
+    /// driver answers here when it is done.
+    leave: Option<std::sync::mpsc::Receiver<()>>,
 }
 
 impl Driven {
@@ -261,7 +264,7 @@ impl Driven {
         let mut driver = Driver::new(cfg, inbox, delivery, links.clone(), clock.clone(), counters, flow.clone()).expect("a valid raft configuration");
         driver.campaign_if_bootstrapping();
         commands.send(Command::Policy(Policy { weight, ..Policy::default() })).expect("the driver owns the receiver");
-        Driven { index, info, driver, commands, links, clock, node, flow, weight, election_tick, apply_rate, stop_requested: false }
+        Driven { index, info, driver, commands, links, clock, node, flow, weight, election_tick, apply_rate, stop_requested: false, leave: None }
     }
 
     pub fn tick(&mut self, now: Instant, _now_ms: u64) {
@@ -291,6 +294,18 @@ impl Driven {
         }
         self.step(now, Some(Command::Propose { token, body: Bytes::from(ws.encode()) }));
         true
+    }
+
+    /// Leaves the group gracefully, as a server that shuts down does.
+    pub fn leave(&mut self) {
+        let (reply, done) = std::sync::mpsc::channel();
+        self.command(Command::Leave(reply));
+        self.leave = Some(done);
+    }
+
+    /// The leave is done (the process would exit now).
+    pub fn has_left(&self) -> bool {
+        self.leave.as_ref().is_some_and(|done| !matches!(done.try_recv(), Err(std::sync::mpsc::TryRecvError::Empty)))
     }
 
     /// The client of `token` gave up (as a KILLed client does).

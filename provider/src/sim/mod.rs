@@ -2,8 +2,10 @@
 //! production group driver (`group::Driver`: Raft, the group state,
 //! pieces, proposals and fences, quorum, weights, eviction, rejoin, flow
 //! control) with certification behind it (`driven`), over a seeded
-//! network of delays, drops and partitions, with members frozen (SIGSTOP)
-//! and crashed, a conflicting client load, and the invariants of `check`
+//! network of delays, drops and partitions, with members frozen (SIGSTOP),
+//! crashed, or leaving gracefully (a server's shutdown, through the
+//! driver's Leave and its phases), a conflicting client load, and the
+//! invariants of `check`
 //! after every step. Sockets, threads and clocks are the simulation's:
 //! no rule of the group is written twice.
 //!
@@ -91,6 +93,9 @@ enum Fault {
     Partition,
     Freeze,
     Crash,
+    /// A graceful leave (a server's shutdown): the member hands over
+    /// leadership and proposes its own removal, then exits.
+    Leave,
 }
 
 struct Sim {
@@ -111,6 +116,8 @@ struct Sim {
     unanswered: Vec<BTreeMap<u64, u64>>,
     next_token: u64,
     partition_since: Option<u64>,
+    /// The member asked to leave, until a new node takes its place.
+    leaving: Option<usize>,
     faults: Vec<String>,
     trace: bool,
 }
@@ -209,6 +216,7 @@ impl Sim {
             members,
             next_token: 1,
             partition_since: None,
+            leaving: None,
             faults: Vec::new(),
             trace,
         };
@@ -254,6 +262,10 @@ impl Sim {
                 self.members[i].tick(at(self.base, self.now), self.now);
                 self.flush(i)?;
             }
+        }
+        // A member that left exits: it sends and hears nothing more.
+        if let Some(i) = self.leaving.filter(|i| self.members[*i].has_left()) {
+            self.crashed[i] = true;
         }
         self.expire_clients();
         if self.now < RUN_MS {
@@ -377,14 +389,15 @@ impl Sim {
         let live: Vec<usize> = (0..n).filter(|i| !self.crashed[*i]).collect();
         let victim = live[self.rng.below(live.len() as u64) as usize];
         let lasts = self.rng.between(1_000, 10_000);
-        let fault = match self.rng.below(4) {
+        let fault = match self.rng.below(5) {
             0 => Fault::None,
             1 => Fault::Partition,
             2 => Fault::Freeze,
             // A crashed member that weighed a majority of the view leaves
             // the rest non-primary until an operator bootstraps them
             // (Galera's rule too): not a fault the run recovers from.
-            _ if live.len() == n && !self.decides_quorum(victim) => Fault::Crash,
+            3 if live.len() == n && !self.decides_quorum(victim) => Fault::Crash,
+            4 if live.len() == n && !self.decides_quorum(victim) => Fault::Leave,
             _ => Fault::None,
         };
         match fault {
@@ -400,6 +413,10 @@ impl Sim {
             }
             Fault::Freeze => self.frozen_until[victim] = self.now + lasts,
             Fault::Crash => self.crashed[victim] = true,
+            Fault::Leave => {
+                self.members[victim].leave();
+                self.leaving = Some(victim);
+            }
             Fault::None => {}
         }
         let what = format!("{} ms: {:?} node{} for {} ms", self.now, fault, victim + 1, lasts);
@@ -417,8 +434,12 @@ impl Sim {
                 self.partition_since = None;
             }
             // A crashed member comes back as a new node that joins (its
-            // old self is evicted meanwhile).
-            Fault::Crash => {
+            // old self is evicted meanwhile), and so does one that left
+            // (one still leaving is killed first).
+            Fault::Crash | Fault::Leave => {
+                if let Some(i) = self.leaving.take() {
+                    self.crashed[i] = true;
+                }
                 let i = self.members.len();
                 let election = distinct_election(&mut self.rng, &self.members);
                 let weight = self.members[self.crashed.iter().position(|c| *c).unwrap_or(0)].weight();
