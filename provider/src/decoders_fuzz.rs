@@ -71,7 +71,7 @@ fn seeds() -> Vec<Vec<u8>> {
     out.extend(memberships().iter().map(Membership::encode));
     out.push(writeset().encode());
     out.push(certification().encode());
-    out.extend(crate::group::frame::every_frame().iter().map(|f| f.encode().1.to_vec()));
+    out.extend(crate::group::frame::every_frame().iter().map(|f| f.encode().expect("encodes").1.to_vec()));
     out.push(Hello { cluster: "c".into(), uuid: ME, id: 5, listen: "127.0.0.1:4567".into(), nonce: 1 }.encode());
     out.push(Welcome { uuid: ME, id: 5, listen: "127.0.0.1:4567".into() }.encode());
     let header = ist::Header { history: Uuid([6; 16]), joiner: ME, first: 1, last: 2 };

@@ -540,7 +540,10 @@ impl Driver {
 
     /// Sends `frame` to each of `to`, encoded once.
     pub(super) fn send_frame(&self, to: impl IntoIterator<Item = u64>, frame: &Frame) {
-        let (kind, payload) = frame.encode();
+        let (kind, payload) = match frame.encode() {
+            Ok(encoded) => encoded,
+            Err(e) => return log::error!("cannot encode a group frame: {}", e),
+        };
         for id in to {
             self.net.send(id, kind, payload.clone());
         }

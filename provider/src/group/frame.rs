@@ -66,11 +66,12 @@ impl std::fmt::Display for FrameError {
 }
 
 impl Frame {
-    pub(crate) fn encode(&self) -> (u8, Bytes) {
+    /// The kind and payload to send. Only a Raft message can fail (protobuf
+    /// refuses one over 2 GiB): the caller logs it, the group thread goes on.
+    pub(crate) fn encode(&self) -> Result<(u8, Bytes), String> {
         let mut out = Vec::new();
         let kind = match self {
-            // A Message of raft-rs always encodes (no required fields).
-            Frame::Raft(m) => return (KIND_RAFT, Bytes::from(m.write_to_bytes().expect("a raft message encodes"))),
+            Frame::Raft(m) => return m.write_to_bytes().map(|b| (KIND_RAFT, Bytes::from(b))).map_err(|e| e.to_string()),
             Frame::Join { member, previous } => {
                 encode_member(member, &mut out);
                 if let Some((uuid, held)) = previous {
@@ -99,7 +100,7 @@ impl Frame {
                 KIND_COMMIT
             }
         };
-        (kind, Bytes::from(out))
+        Ok((kind, Bytes::from(out)))
     }
 
     pub(crate) fn decode(kind: u8, payload: &[u8]) -> Result<Frame, FrameError> {
@@ -182,7 +183,7 @@ mod tests {
     #[test]
     fn every_frame_round_trips() {
         for f in every_frame() {
-            let (kind, payload) = f.encode();
+            let (kind, payload) = f.encode().expect("encodes");
             assert_eq!(Frame::decode(kind, &payload).unwrap(), f);
         }
     }
@@ -190,7 +191,7 @@ mod tests {
     #[test]
     fn a_cut_or_lengthened_frame_is_refused_unless_an_older_member_sent_it() {
         for f in every_frame().into_iter().filter(|f| !matches!(f, Frame::Raft(_) | Frame::Probe)) {
-            let (kind, payload) = f.encode();
+            let (kind, payload) = f.encode().expect("encodes");
             let mut longer = payload.to_vec();
             longer.push(0);
             assert!(Frame::decode(kind, &longer).is_err(), "{:?} with a byte more", f);

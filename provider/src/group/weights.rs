@@ -249,8 +249,9 @@ impl Gate {
         self.queue.len()
     }
 
-    /// The member's log starts over (a reform, a rejoin, a snapshot), gated
-    /// from `open_to` on or not at all: what was held belongs to a log it
+    /// The member's log starts over (a snapshot, or its own log delivered
+    /// whole before it forms a component alone), gated from `open_to` on
+    /// or not at all: what was held belongs to a log it
     /// no longer follows, or is in the snapshot.
     pub fn restart(&mut self, open_to: Option<u64>) {
         self.queue.clear();

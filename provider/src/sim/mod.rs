@@ -389,15 +389,16 @@ impl Sim {
         let live: Vec<usize> = (0..n).filter(|i| !self.crashed[*i]).collect();
         let victim = live[self.rng.below(live.len() as u64) as usize];
         let lasts = self.rng.between(1_000, 10_000);
+        // A member that weighed a majority of the view, crashed or gone,
+        // leaves the rest non-primary until an operator bootstraps them
+        // (Galera's rule too): not a fault the run recovers from.
+        let may_go = live.len() == n && !self.decides_quorum(victim);
         let fault = match self.rng.below(5) {
             0 => Fault::None,
             1 => Fault::Partition,
             2 => Fault::Freeze,
-            // A crashed member that weighed a majority of the view leaves
-            // the rest non-primary until an operator bootstraps them
-            // (Galera's rule too): not a fault the run recovers from.
-            3 if live.len() == n && !self.decides_quorum(victim) => Fault::Crash,
-            4 if live.len() == n && !self.decides_quorum(victim) => Fault::Leave,
+            3 if may_go => Fault::Crash,
+            4 if may_go => Fault::Leave,
             _ => Fault::None,
         };
         match fault {
