@@ -21,6 +21,7 @@ use crate::group::entry::{Entry, MemberInfo, Transition};
 use crate::group::io::{Clock, Links};
 use crate::group::liveness::Timeouts;
 use crate::group::quorum::Policy;
+use crate::group::recovery::Previous;
 use crate::group::{self, Command, Counters, Delivery, Driver, DriverConfig, FlowGate, GroupEvent, GroupLog, GroupState, Limits, MemberState, Signal, Start};
 use crate::gtid::{Seqno, Uuid, SEQNO_UNDEFINED};
 use crate::transport::{Inbound, PeerId};
@@ -87,6 +88,10 @@ struct SimNode {
     in_view: bool,
     /// A committed entry could not be read (never expected here).
     halted: Option<u64>,
+    /// The members of the last primary view this node was in: what the
+    /// node layer writes to `gvwstate.dat`, and a killed node tells the
+    /// cluster when it restarts.
+    last_view: Option<Vec<Uuid>>,
 }
 
 impl SimNode {
@@ -111,6 +116,9 @@ impl SimNode {
             GroupEvent::View(v) if v.primary => {
                 self.cert.skip(v.seqno);
                 self.in_view = v.my_idx >= 0;
+                if self.in_view {
+                    self.last_view = Some(v.members.iter().map(|m| m.id).collect());
+                }
                 self.notes.push(Note::View { seqno: v.seqno, conf_id: v.conf_id, members: v.members.iter().map(|m| m.id).collect() });
             }
             GroupEvent::View(_) => {
@@ -120,6 +128,9 @@ impl SimNode {
             GroupEvent::Restored { node, view } => {
                 self.cert.restore(&node).expect("a snapshot's certification index restores");
                 self.in_view = view.my_idx >= 0;
+                if self.in_view {
+                    self.last_view = Some(view.members.iter().map(|m| m.id).collect());
+                }
                 self.notes.push(Note::Restored { seqno: view.seqno });
             }
             GroupEvent::Rejoining => {
@@ -218,8 +229,11 @@ impl Driven {
 impl Driven {
     /// Member `index`: the first bootstraps the cluster, the others join;
     /// `election_tick` is its own (the seed draws it), `apply_rate` how
-    /// many writesets its appliers take per tick.
-    pub fn new(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, weight: u32, now: Instant) -> Driven {
+    /// many writesets its appliers take per tick. `previous`: the member a
+    /// killed node was, its last primary view and its position, as the
+    /// node layer reads them from `gvwstate.dat` and its data when it
+    /// restarts (its state is then that position's).
+    pub fn new(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, weight: u32, previous: Option<Previous>, now: Instant) -> Driven {
         let id = uuid(index);
         let info = MemberInfo { id, name: format!("node{}", index + 1), incoming: String::new(), address: format!("sim:{}", index) };
         let mut raft = group::raft_config(id.raft_id());
@@ -239,7 +253,7 @@ impl Driven {
             start,
             tick: Duration::from_millis(super::TICK_MS),
             timeouts: Timeouts::default(),
-            previous: None,
+            previous: previous.clone(),
             raft,
             // Snapshots often, so that joiners and lagging members meet
             // them; a member of five cuts its writesets in
@@ -248,12 +262,18 @@ impl Driven {
             // and snapshots.
             limits: Limits { piece: if index % 5 == 2 { 32 } else { Limits::default().piece }, snapshot_every: 64, log_keep: 16 },
         };
+        let position = match (&previous, bootstrap) {
+            (Some(p), _) => p.position.1,
+            (None, true) => 0,
+            (None, false) => SEQNO_UNDEFINED,
+        };
         let node = Arc::new(Mutex::new(SimNode {
-            cert: Certification::new(if bootstrap { 0 } else { SEQNO_UNDEFINED }),
+            cert: Certification::new(position),
             notes: Vec::new(),
             backlog: 0,
             in_view: false,
             halted: None,
+            last_view: None,
         }));
         let (commands, inbox) = crate::group::commands::queue();
         let links = Arc::new(SimLinks::default());
@@ -323,6 +343,19 @@ impl Driven {
 
     pub fn position(&self) -> Seqno {
         self.node().cert.position()
+    }
+
+    /// What this member, killed now, knows when it restarts: None unless
+    /// it was in a primary view (a node that never was has no
+    /// `gvwstate.dat`).
+    pub fn previous(&self) -> Option<Previous> {
+        let view = self.node().last_view.clone()?;
+        Some(Previous { member: self.info.id, view, position: (HISTORY, self.position()) })
+    }
+
+    /// The members of the last primary view this member was in.
+    pub fn last_view(&self) -> Option<Vec<Uuid>> {
+        self.node().last_view.clone()
     }
 
     pub fn id(&self) -> Uuid {

@@ -3,9 +3,11 @@
 //! pieces, proposals and fences, quorum, weights, eviction, rejoin, flow
 //! control) with certification behind it (`driven`), over a seeded
 //! network of delays, drops and partitions, with members frozen (SIGSTOP),
-//! crashed, or leaving gracefully (a server's shutdown, through the
-//! driver's Leave and its phases), a conflicting client load, and the
-//! invariants of `check`
+//! killed and restarted with what their disk kept (`gvwstate.dat`'s
+//! member and view, the position of their data), all killed at once and
+//! recovering the component together (pc.recovery), or leaving
+//! gracefully (a server's shutdown, through the driver's Leave and its
+//! phases), a conflicting client load, and the invariants of `check`
 //! after every step. Sockets, threads and clocks are the simulation's:
 //! no rule of the group is written twice.
 //!
@@ -96,6 +98,10 @@ enum Fault {
     /// A graceful leave (a server's shutdown): the member hands over
     /// leadership and proposes its own removal, then exits.
     Leave,
+    /// Every member is killed at once (a power cut); they restart
+    /// together and recover the primary component from what each kept
+    /// (`group::recovery`, Galera's pc.recovery).
+    Outage,
 }
 
 struct Sim {
@@ -118,6 +124,9 @@ struct Sim {
     partition_since: Option<u64>,
     /// The member asked to leave, until a new node takes its place.
     leaving: Option<usize>,
+    /// The members the current crash or outage killed, and what each
+    /// will know when it restarts.
+    killed: Vec<(usize, Option<crate::group::recovery::Previous>)>,
     faults: Vec<String>,
     trace: bool,
 }
@@ -142,15 +151,15 @@ pub fn run(seed: u64, trace: bool) -> Result<Summary, String> {
     })
 }
 
-/// An election timeout (10-19 ticks) no other member has: two members
-/// with the same fixed timeout that start campaigning on the same tick
-/// split the vote again on every term, which real raft-rs's random
+/// An election timeout (10-19 ticks) no other member up has: two
+/// members with the same fixed timeout that start campaigning on the same
+/// tick split the vote again on every term, which real raft-rs's random
 /// timeouts never keep doing.
-fn distinct_election(rng: &mut Rng, members: &[Driven]) -> usize {
-    assert!(members.len() < 10, "more members than distinct election timeouts");
+fn distinct_election(rng: &mut Rng, taken: &[usize]) -> usize {
+    assert!(taken.len() < 10, "more members than distinct election timeouts");
     loop {
         let election = 10 + rng.below(10) as usize;
-        if members.iter().all(|m| m.election_tick() != election) {
+        if !taken.contains(&election) {
             return election;
         }
     }
@@ -198,10 +207,11 @@ impl Sim {
         let base = Instant::now();
         let mut members: Vec<Driven> = Vec::new();
         for i in 0..n {
-            let election = distinct_election(&mut rng, &members);
+            let taken: Vec<usize> = members.iter().map(|m| m.election_tick()).collect();
+            let election = distinct_election(&mut rng, &taken);
             let rate = if rng.chance(20) { 1 } else { rng.between(2, 8) as usize };
             let weight = if weighted { rng.between(1, 3) as u32 } else { 1 };
-            members.push(Driven::new(i, election, rate, i == 0, weight, base));
+            members.push(Driven::new(i, election, rate, i == 0, weight, None, base));
         }
         let mut sim = Sim {
             rng,
@@ -217,6 +227,7 @@ impl Sim {
             next_token: 1,
             partition_since: None,
             leaving: None,
+            killed: Vec::new(),
             faults: Vec::new(),
             trace,
         };
@@ -393,12 +404,13 @@ impl Sim {
         // leaves the rest non-primary until an operator bootstraps them
         // (Galera's rule too): not a fault the run recovers from.
         let may_go = live.len() == n && !self.decides_quorum(victim);
-        let fault = match self.rng.below(5) {
+        let fault = match self.rng.below(6) {
             0 => Fault::None,
             1 => Fault::Partition,
             2 => Fault::Freeze,
             3 if may_go => Fault::Crash,
             4 if may_go => Fault::Leave,
+            5 if live.len() == n && self.one_primary_view() => Fault::Outage,
             _ => Fault::None,
         };
         match fault {
@@ -413,7 +425,8 @@ impl Sim {
                 self.partition_since = Some(self.now);
             }
             Fault::Freeze => self.frozen_until[victim] = self.now + lasts,
-            Fault::Crash => self.crashed[victim] = true,
+            Fault::Crash => self.kill(victim),
+            Fault::Outage => live.iter().for_each(|i| self.kill(*i)),
             Fault::Leave => {
                 self.members[victim].leave();
                 self.leaving = Some(victim);
@@ -434,23 +447,22 @@ impl Sim {
                 self.net.side = vec![0; self.members.len()];
                 self.partition_since = None;
             }
-            // A crashed member comes back as a new node that joins (its
-            // old self is evicted meanwhile), and so does one that left
-            // (one still leaving is killed first).
-            Fault::Crash | Fault::Leave => {
+            // A killed member restarts as a new node (a new id) that
+            // says who it was (its old self is evicted meanwhile, unless
+            // all of them restart: then they recover the component).
+            Fault::Crash | Fault::Outage => {
+                for (i, previous) in std::mem::take(&mut self.killed) {
+                    self.start_node(self.members[i].weight(), previous);
+                }
+            }
+            // One that left comes back as a new node with nothing to say
+            // (a clean shutdown removes gvwstate.dat); one still leaving
+            // is killed first.
+            Fault::Leave => {
                 if let Some(i) = self.leaving.take() {
                     self.crashed[i] = true;
+                    self.start_node(self.members[i].weight(), None);
                 }
-                let i = self.members.len();
-                let election = distinct_election(&mut self.rng, &self.members);
-                let weight = self.members[self.crashed.iter().position(|c| *c).unwrap_or(0)].weight();
-                let now = at(self.base, self.now);
-                self.members.push(Driven::new(i, election, self.rng.between(2, 8) as usize, false, weight, now));
-                self.frozen_until.push(0);
-                self.crashed.push(false);
-                self.waiting.push(HashMap::new());
-                self.unanswered.push(BTreeMap::new());
-                self.net.side.push(0);
             }
             Fault::Freeze => {
                 for until in &mut self.frozen_until {
@@ -462,6 +474,42 @@ impl Sim {
         if self.trace {
             eprintln!("{} ms: healed {:?}", self.now, fault);
         }
+    }
+
+    /// Kills member `i`, keeping what its disk says for its restart.
+    fn kill(&mut self, i: usize) {
+        self.crashed[i] = true;
+        self.killed.push((i, self.members[i].previous()));
+    }
+
+    /// Starts a node that joins the cluster, as member `members.len()`.
+    fn start_node(&mut self, weight: u32, previous: Option<crate::group::recovery::Previous>) {
+        let i = self.members.len();
+        let taken: Vec<usize> = (0..i).filter(|j| !self.crashed[*j]).map(|j| self.members[j].election_tick()).collect();
+        let election = distinct_election(&mut self.rng, &taken);
+        let now = at(self.base, self.now);
+        self.members.push(Driven::new(i, election, self.rng.between(2, 8) as usize, false, weight, previous, now));
+        self.frozen_until.push(0);
+        self.crashed.push(false);
+        self.waiting.push(HashMap::new());
+        self.unanswered.push(BTreeMap::new());
+        self.net.side.push(0);
+    }
+
+    /// Every member is a primary member of one view that lists exactly
+    /// them: a whole-cluster restart must then recover it (a view that
+    /// still lists a dead member waits for it, as Galera's pc.recovery
+    /// does, and is not a fault the run recovers from).
+    fn one_primary_view(&self) -> bool {
+        let live: Vec<usize> = (0..self.members.len()).filter(|i| !self.crashed[*i]).collect();
+        let mut ids: Vec<Uuid> = live.iter().map(|i| self.members[*i].id()).collect();
+        ids.sort();
+        live.iter().all(|i| {
+            let m = &self.members[*i];
+            let mut view = m.last_view().unwrap_or_default();
+            view.sort();
+            m.is_primary() && !m.joining() && view == ids
+        })
     }
 
     /// Whether the other voters weigh no majority of the voters without
