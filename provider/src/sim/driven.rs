@@ -92,6 +92,9 @@ struct SimNode {
     /// node layer writes to `gvwstate.dat`, and a killed node tells the
     /// cluster when it restarts.
     last_view: Option<Vec<Uuid>>,
+    /// Rejoining after an eviction: the log's views of this member's
+    /// previous incarnation replay, and only feed certification.
+    rejoining: bool,
 }
 
 impl SimNode {
@@ -114,6 +117,17 @@ impl SimNode {
                 self.notes.push(Note::Ordered { seqno, origin, token, ws: payload, pass });
             }
             GroupEvent::View(v) if v.primary => {
+                // A joiner's data is where it was (a restarted member's
+                // position, or none): the log it joins starts with a view,
+                // and its certification starts right before it
+                // (`node::delivery`'s adopt_history).
+                let replayed = v.my_idx < 0 && self.rejoining;
+                if !replayed && self.cert.position() != v.seqno - 1 {
+                    self.cert.reset(v.seqno - 1);
+                }
+                if v.my_idx >= 0 {
+                    self.rejoining = false;
+                }
                 self.cert.skip(v.seqno);
                 self.in_view = v.my_idx >= 0;
                 if self.in_view {
@@ -136,6 +150,7 @@ impl SimNode {
             GroupEvent::Rejoining => {
                 self.cert.reset(SEQNO_UNDEFINED);
                 self.in_view = false;
+                self.rejoining = true;
                 self.notes.push(Note::Rejoining);
             }
             GroupEvent::Halted { index } => self.halted = Some(index),
@@ -274,6 +289,7 @@ impl Driven {
             in_view: false,
             halted: None,
             last_view: None,
+            rejoining: false,
         }));
         let (commands, inbox) = crate::group::commands::queue();
         let links = Arc::new(SimLinks::default());

@@ -201,7 +201,8 @@ impl Sim {
     fn new(seed: u64, trace: bool) -> Sim {
         let mut rng = Rng::new(seed);
         let n = if rng.chance(50) { 3 } else { 5 };
-        let net = Network::new(rng.below(3), (1, rng.between(2, 40)));
+        let delay = (1, rng.between(2, 40));
+        let net = Network::new(rng.below(3), delay, rng.below(3), rng.below(3));
         // Half the runs weigh members differently (pc.weight 1-3).
         let weighted = rng.chance(50);
         let base = Instant::now();

@@ -2,6 +2,16 @@
 //! in order per link (the transport is TCP), unless a partition separates
 //! its ends or the link drops it (a reset). A frozen member's messages wait
 //! in its links until it is thawed, as in a real socket buffer.
+//!
+//! Some runs also reorder and duplicate messages. The transport reorders
+//! frames around a link switch (`transport/link.rs`: a retired link's
+//! last frames may arrive after the new link's first); it never
+//! duplicates one, but Raft's messages and the group's own frames are
+//! meant to survive a copy. All but one: a follower forwards a proposal
+//! to the leader (MsgPropose), and a copy of it is appended twice (Raft
+//! leaves deduplication to its clients; with copies of those, 138 of 200
+//! seeds ordered a writeset twice). The transport is what rules that out,
+//! so those are never copied here.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -25,6 +35,7 @@ pub enum Msg {
     Up,
 }
 
+#[derive(Clone)]
 pub struct Envelope {
     pub from: usize,
     pub to: usize,
@@ -43,10 +54,15 @@ pub struct Network {
     pub drop_percent: u64,
     /// Delay bounds in ms.
     pub delay: (u64, u64),
+    /// Percent of messages that ignore their link's order (they may
+    /// overtake the ones sent before them).
+    pub reorder_percent: u64,
+    /// Percent of messages delivered a second time, later.
+    pub duplicate_percent: u64,
 }
 
 impl Network {
-    pub fn new(drop_percent: u64, delay: (u64, u64)) -> Network {
+    pub fn new(drop_percent: u64, delay: (u64, u64), reorder_percent: u64, duplicate_percent: u64) -> Network {
         Network {
             queue: BinaryHeap::new(),
             in_flight: HashMap::new(),
@@ -55,6 +71,8 @@ impl Network {
             side: Vec::new(),
             drop_percent,
             delay,
+            reorder_percent,
+            duplicate_percent,
         }
     }
 
@@ -72,12 +90,25 @@ impl Network {
             return Err(format!("more than {} messages in flight", MAX_IN_FLIGHT));
         }
         let link = self.link_clock.entry((env.from, env.to)).or_insert(0);
-        let at = (now + rng.between(self.delay.0, self.delay.1)).max(*link).max(held_until);
-        *link = at;
+        let delayed = (now + rng.between(self.delay.0, self.delay.1)).max(held_until);
+        let at = if rng.chance(self.reorder_percent) {
+            delayed
+        } else {
+            *link = delayed.max(*link);
+            *link
+        };
+        if rng.chance(self.duplicate_percent) && !is_forwarded_proposal(&env.msg) {
+            let again = at + rng.between(self.delay.0, self.delay.1);
+            self.queue_at(again, env.clone());
+        }
+        self.queue_at(at, env);
+        Ok(())
+    }
+
+    fn queue_at(&mut self, at: u64, env: Envelope) {
         self.sent += 1;
         self.queue.push(Reverse((at, self.sent)));
         self.in_flight.insert(self.sent, env);
-        Ok(())
     }
 
     /// When the next message is due.
@@ -104,4 +135,12 @@ impl Network {
     pub fn sent(&self) -> u64 {
         self.sent
     }
+}
+
+/// A proposal a follower forwards to the leader (see the module's note on
+/// copies).
+fn is_forwarded_proposal(msg: &Msg) -> bool {
+    use crate::group::frame::Frame;
+    let Msg::Frame { kind, payload } = msg else { return false };
+    matches!(Frame::decode(*kind, payload), Ok(Frame::Raft(m)) if m.get_msg_type() == raft::eraftpb::MessageType::MsgPropose)
 }
