@@ -53,8 +53,8 @@ fn memberships() -> Vec<Membership> {
 
 fn writeset() -> WriteSet {
     let keys = vec![
-        Key { kind: KeyKind::Exclusive, parts: vec![b"db".to_vec(), b"t".to_vec(), vec![1, 0, 0, 0]] },
-        Key { kind: KeyKind::Shared, parts: vec![b"db".to_vec()] },
+        Key { kind: KeyKind::Exclusive, parts: vec![Bytes::from_static(b"db"), Bytes::from_static(b"t"), Bytes::from_static(&[1, 0, 0, 0])] },
+        Key { kind: KeyKind::Shared, parts: vec![Bytes::from_static(b"db")] },
     ];
     WriteSet::new(flags::TRX_START | flags::TRX_END, Uuid([1; 16]), 11, 12, 40, keys, Bytes::from_static(b"row events"))
 }
@@ -135,7 +135,7 @@ proptest! {
 
     #[test]
     fn a_writeset_round_trips(data in prop::collection::vec(any::<u8>(), 0..256), parts in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..16), 0..4), last_seen in -1i64..1000) {
-        let keys = vec![Key { kind: KeyKind::Update, parts }];
+        let keys = vec![Key { kind: KeyKind::Update, parts: parts.into_iter().map(Bytes::from).collect() }];
         let ws = WriteSet::new(flags::TRX_START, Uuid([9; 16]), 1, 2, last_seen, keys.clone(), Bytes::from(data.clone()));
         let back = WriteSet::decode(Bytes::from(ws.encode())).unwrap();
         prop_assert_eq!(&back.keys, &keys);

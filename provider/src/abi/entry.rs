@@ -86,15 +86,28 @@ unsafe fn meta_write(m: *mut wsrep_trx_meta_t, v: &Meta) {
     }
 }
 
-/// Copies `count` keys of the server into parts.
+/// Copies `count` keys of the server into parts: one buffer per key, its
+/// parts slices of it (a row key has three parts, and a big UPDATE
+/// appends a key per row).
 ///
 /// # Safety
 /// `keys` is valid for `count` keys whose parts are valid buffers.
 unsafe fn keys_in(keys: *const wsrep_key_t, count: usize) -> Vec<KeyParts> {
     // SAFETY: per the caller.
     let keys = unsafe { c_array(keys, count) };
-    // SAFETY: each key's parts are valid buffers, per the caller.
-    keys.iter().map(|k| unsafe { k.parts() }.iter().map(|b| unsafe { b.as_bytes() }.to_vec()).collect()).collect()
+    keys.iter()
+        .map(|k| {
+            // SAFETY: each key's parts are valid buffers, per the caller.
+            let parts: Vec<&[u8]> = unsafe { k.parts() }.iter().map(|b| unsafe { b.as_bytes() }).collect();
+            let whole = bytes::Bytes::from(parts.concat());
+            let mut at = 0;
+            let mut slice = |len: usize| {
+                at += len;
+                whole.slice(at - len..at)
+            };
+            parts.iter().map(|p| slice(p.len())).collect()
+        })
+        .collect()
 }
 
 fn key_kind(t: wsrep_key_type_t) -> Option<KeyKind> {
@@ -486,4 +499,20 @@ pub unsafe extern "C" fn free(w: *mut wsrep_t) {
         drop(p);
         log::set_sink(None);
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_in_keeps_each_part_of_each_key() {
+        let first = [wsrep_buf_t::from_slice(b"db"), wsrep_buf_t::from_slice(b"t1"), wsrep_buf_t::from_slice(&[0, 1, 2])];
+        let second = [wsrep_buf_t::from_slice(b""), wsrep_buf_t::from_slice(b"x")];
+        let keys = [wsrep_key_t { key_parts: first.as_ptr(), key_parts_num: 3 }, wsrep_key_t { key_parts: second.as_ptr(), key_parts_num: 2 }];
+        // SAFETY: `keys` points at the arrays above, whose buffers point at statics.
+        let got = unsafe { keys_in(keys.as_ptr(), keys.len()) };
+        let got: Vec<Vec<&[u8]>> = got.iter().map(|k| k.iter().map(|p| &p[..]).collect()).collect();
+        assert_eq!(got, [vec![b"db".as_slice(), b"t1", &[0, 1, 2]], vec![b"".as_slice(), b"x"]]);
+    }
 }

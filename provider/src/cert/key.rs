@@ -61,7 +61,7 @@ pub fn expand(keys: &[Key]) -> Vec<(KeyHash, KeyKind)> {
     // while the parts are equal. Those prefixes are in `out` already, so
     // only the leaf (whose kind may be stronger) is added again.
     let mut prefix: Vec<KeyHash> = vec![ZERO_LEVEL];
-    let mut previous: &[Vec<u8>] = &[];
+    let mut previous: &[bytes::Bytes] = &[];
     for key in keys {
         let common = key.parts.iter().zip(previous).take_while(|(a, b)| a == b).count();
         prefix.truncate(common + 1);
@@ -82,7 +82,7 @@ mod tests {
     use super::*;
 
     fn key(kind: KeyKind, parts: &[&str]) -> Key {
-        Key { kind, parts: parts.iter().map(|p| p.as_bytes().to_vec()).collect() }
+        Key { kind, parts: parts.iter().map(|p| bytes::Bytes::copy_from_slice(p.as_bytes())).collect() }
     }
 
     #[test]

@@ -9,7 +9,7 @@ const B: Uuid = Uuid([2; 16]);
 fn ws(source: Uuid, last_seen: Seqno, flags: u32, keys: &[(KeyKind, &[&str])]) -> WriteSet {
     let keys = keys
         .iter()
-        .map(|(kind, parts)| Key { kind: *kind, parts: parts.iter().map(|p| p.as_bytes().to_vec()).collect() })
+        .map(|(kind, parts)| Key { kind: *kind, parts: parts.iter().map(|p| Bytes::copy_from_slice(p.as_bytes())).collect() })
         .collect();
     WriteSet::new(flags | flags::TRX_START | flags::TRX_END, source, 1, 1, last_seen, keys, Bytes::new())
 }
@@ -163,7 +163,7 @@ fn identical_streams_give_identical_decisions() {
             let r = format!("{}", i % 7);
             let kind = KeyKind::ALL[i % 4];
             let mut w = ws(src, (i as Seqno) - (i as Seqno % 5), 0, &[]);
-            w.keys.push(Key { kind, parts: vec![b"d".to_vec(), b"t".to_vec(), r.into_bytes()] });
+            w.keys.push(Key { kind, parts: vec![Bytes::from_static(b"d"), Bytes::from_static(b"t"), r.into_bytes().into()] });
             w
         })
         .collect();
@@ -182,7 +182,7 @@ fn a_restored_snapshot_certifies_exactly_like_the_original() {
             let src = if i % 2 == 0 { A } else { B };
             let kind = KeyKind::ALL[i % 4];
             let mut w = ws(src, i as Seqno - (i as Seqno % 7), if i % 50 == 0 { flags::ISOLATION } else { 0 }, &[]);
-            w.keys.push(Key { kind, parts: vec![b"d".to_vec(), b"t".to_vec(), format!("{}", i % 11).into_bytes()] });
+            w.keys.push(Key { kind, parts: vec![Bytes::from_static(b"d"), Bytes::from_static(b"t"), format!("{}", i % 11).into_bytes().into()] });
             w
         })
         .collect();
@@ -214,7 +214,7 @@ fn a_corrupt_snapshot_is_refused_and_changes_nothing() {
 
 /// A fragment of streaming trx `trx` from A touching row `row`.
 fn fragment(fl: u32, trx: u64, last_seen: Seqno, row: &str) -> WriteSet {
-    let k = Key { kind: KeyKind::Exclusive, parts: vec![b"d".to_vec(), b"big".to_vec(), row.as_bytes().to_vec()] };
+    let k = Key { kind: KeyKind::Exclusive, parts: vec![Bytes::from_static(b"d"), Bytes::from_static(b"big"), Bytes::copy_from_slice(row.as_bytes())] };
     WriteSet::new(fl, A, trx, 1, last_seen, vec![k], Bytes::new())
 }
 

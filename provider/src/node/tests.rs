@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
 
+use bytes::Bytes;
 use tempfile::TempDir;
 
 use super::*;
@@ -130,7 +131,7 @@ impl Harness {
     fn commit(&self, trx_id: u64, key: &str, fl: u32) -> (Status, Seqno) {
         let n = &self.node;
         let mut h = Handle { trx_id, opaque: 0 };
-        let key = vec![b"d".to_vec(), b"t".to_vec(), key.as_bytes().to_vec()];
+        let key = vec![Bytes::from_static(b"d"), Bytes::from_static(b"t"), Bytes::copy_from_slice(key.as_bytes())];
         assert_eq!(n.append_key(&mut h, vec![key], KeyKind::Exclusive), Status::Ok);
         assert_eq!(n.append_data(&mut h, &[b"row events"]), Status::Ok);
         let mut meta = Meta::undefined();
@@ -221,11 +222,11 @@ fn toi_then_racing_dml_fails_certification_and_still_passes_the_monitors() {
     let n = &h.node;
     // A transaction that saw seqno 1 only...
     let mut dml = Handle { trx_id: 5, opaque: 0 };
-    n.append_key(&mut dml, vec![vec![b"d".to_vec(), b"t".to_vec(), b"1".to_vec()]], KeyKind::Update);
+    n.append_key(&mut dml, vec![vec![Bytes::from_static(b"d"), Bytes::from_static(b"t"), Bytes::from_static(b"1")]], KeyKind::Update);
     n.append_data(&mut dml, &[b"update"]);
     // ...races with ALTER TABLE d.t on another connection.
     let mut meta = Meta::undefined();
-    let ddl_key = vec![b"d".to_vec(), b"t".to_vec()];
+    let ddl_key = vec![Bytes::from_static(b"d"), Bytes::from_static(b"t")];
     assert_eq!(n.to_execute_start(3, &[ddl_key], &[b"ALTER TABLE"], COMMIT, &mut meta), Status::Ok);
     assert_eq!((meta.gtid.seqno, meta.depends_on, meta.stid.conn), (2, 1, 3));
     assert_eq!(n.to_execute_end(3, &[]), Status::Ok);
@@ -248,7 +249,7 @@ fn brute_force_abort_of_an_executing_trx_fails_its_certify() {
     let h = start(temp_dir(), 1);
     let n = &h.node;
     let mut t = Handle { trx_id: 42, opaque: 0 };
-    n.append_key(&mut t, vec![vec![b"d".to_vec()]], KeyKind::Exclusive);
+    n.append_key(&mut t, vec![vec![Bytes::from_static(b"d")]], KeyKind::Exclusive);
     let mut victim_seqno = 0;
     assert_eq!(n.abort_certification(10, 42, &mut victim_seqno), Status::Ok);
     assert_eq!(victim_seqno, -1);
@@ -268,7 +269,7 @@ fn committed_trx_ordered_before_the_brute_force_seqno_is_not_aborted() {
     let h = start(temp_dir(), 1);
     let n = &h.node;
     let mut t = Handle { trx_id: 8, opaque: 0 };
-    n.append_key(&mut t, vec![vec![b"d".to_vec()]], KeyKind::Exclusive);
+    n.append_key(&mut t, vec![vec![Bytes::from_static(b"d")]], KeyKind::Exclusive);
     let mut m = Meta::undefined();
     assert_eq!(n.certify(1, &mut t, COMMIT, &mut m), Status::Ok);
     let mut vs = 0;
@@ -292,7 +293,7 @@ fn a_replay_committing_through_the_transactions_own_handle() {
         let h = start(temp_dir(), 1);
         let n = &h.node;
         let mut t = Handle { trx_id: 9, opaque: 0 };
-        n.append_key(&mut t, vec![vec![b"d".to_vec()]], KeyKind::Exclusive);
+        n.append_key(&mut t, vec![vec![Bytes::from_static(b"d")]], KeyKind::Exclusive);
         n.append_data(&mut t, &[b"w"]);
         let mut m = Meta::undefined();
         if aborted_in_certify {
@@ -345,7 +346,7 @@ fn streaming_fragments_keep_the_handle_and_rollback_is_applied_here_too() {
     let n = &h.node;
     let mut t = Handle { trx_id: 77, opaque: 0 };
     for (i, fl) in [flags::TRX_START, 0].into_iter().enumerate() {
-        n.append_key(&mut t, vec![vec![b"d".to_vec(), b"t".to_vec(), vec![i as u8]]], KeyKind::Exclusive);
+        n.append_key(&mut t, vec![vec![Bytes::from_static(b"d"), Bytes::from_static(b"t"), Bytes::from(vec![i as u8])]], KeyKind::Exclusive);
         n.append_data(&mut t, &[b"fragment"]);
         let mut m = Meta::undefined();
         assert_eq!(n.certify(1, &mut t, fl, &mut m), Status::Ok);

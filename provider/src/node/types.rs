@@ -111,8 +111,9 @@ pub trait Application: Send + Sync {
     fn synced(&self) -> bool;
 }
 
-/// Keys as the server appends them: parts of opaque bytes.
-pub type KeyParts = Vec<Vec<u8>>;
+/// Keys as the server appends them: parts of opaque bytes (see
+/// `writeset::Key`).
+pub type KeyParts = Vec<bytes::Bytes>;
 
 #[cfg(test)]
 mod tests {

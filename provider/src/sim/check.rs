@@ -130,7 +130,7 @@ impl Checker {
     }
 
     fn reference_conflict(&self, ws: &WriteSet, seqno: Seqno) -> Option<Seqno> {
-        let mut seen: Vec<(&[Vec<u8>], KeyKind)> = Vec::new();
+        let mut seen: Vec<(&[Bytes], KeyKind)> = Vec::new();
         for (s, old) in self.passed.range(ws.last_seen + 1..seqno).rev() {
             for a in &old.keys {
                 if seen.contains(&(&a.parts[..], a.kind)) || !ws.keys.iter().any(|b| b.parts == a.parts) {

@@ -388,7 +388,7 @@ impl Sim {
         }
         let keys = rows
             .iter()
-            .map(|r| Key { kind: kinds[self.rng.below(4) as usize], parts: vec![b"db".to_vec(), b"t".to_vec(), r.to_string().into_bytes()] })
+            .map(|r| Key { kind: kinds[self.rng.below(4) as usize], parts: vec![Bytes::from_static(b"db"), Bytes::from_static(b"t"), r.to_string().into_bytes().into()] })
             .collect();
         let m = &self.members[i];
         WriteSet::new(flags::TRX_START | flags::TRX_END, m.id(), token, i as u64, m.position(), keys, Bytes::new())

@@ -17,7 +17,7 @@ pub enum AppendError {
 }
 
 /// Bytes a key costs in the encoding: kind, part count, lengths, parts.
-fn key_cost(parts: &[Vec<u8>]) -> usize {
+fn key_cost(parts: &[Bytes]) -> usize {
     2 + parts.iter().map(|p| 2 + p.len()).sum::<usize>()
 }
 
@@ -59,7 +59,7 @@ impl Builder {
     }
 
     /// Adds a key; a key already present keeps the stronger kind.
-    pub fn append_key(&mut self, parts: Vec<Vec<u8>>, kind: KeyKind, limit: usize) -> Result<(), AppendError> {
+    pub fn append_key(&mut self, parts: Vec<Bytes>, kind: KeyKind, limit: usize) -> Result<(), AppendError> {
         if parts.len() > MAX_KEY_PARTS {
             return Err(AppendError::BadKey("too many key parts"));
         }
@@ -118,8 +118,8 @@ mod tests {
 
     const BIG: usize = usize::MAX;
 
-    fn parts(v: &[&str]) -> Vec<Vec<u8>> {
-        v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    fn parts(v: &[&str]) -> Vec<Bytes> {
+        v.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect()
     }
 
     #[test]
