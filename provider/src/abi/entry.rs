@@ -98,14 +98,16 @@ unsafe fn keys_in(keys: *const wsrep_key_t, count: usize) -> Vec<KeyParts> {
     keys.iter()
         .map(|k| {
             // SAFETY: each key's parts are valid buffers, per the caller.
-            let parts: Vec<&[u8]> = unsafe { k.parts() }.iter().map(|b| unsafe { b.as_bytes() }).collect();
-            let whole = bytes::Bytes::from(parts.concat());
+            let parts = || unsafe { k.parts() }.iter().map(|b| unsafe { b.as_bytes() });
+            let mut whole = Vec::with_capacity(parts().map(<[u8]>::len).sum());
+            parts().for_each(|p| whole.extend_from_slice(p));
+            let whole = bytes::Bytes::from(whole);
             let mut at = 0;
             let mut slice = |len: usize| {
                 at += len;
                 whole.slice(at - len..at)
             };
-            parts.iter().map(|p| slice(p.len())).collect()
+            parts().map(|p| slice(p.len())).collect()
         })
         .collect()
 }
