@@ -19,7 +19,8 @@ with the reason; the run goes on.
 options (lists are comma-separated):
   --providers LIST      galera, lockstep or library paths; the first is the
                         baseline of the ratios (default galera,lockstep)
-  --nodes N             cluster size (default 3)
+  --nodes N             cluster size (default 3; 1 measures the provider's own
+                        cost per commit, without replication)
   --tests LIST          sysbench tests (default oltp_update_index,oltp_write_only)
   --threads LIST        sysbench thread counts (default 8,32)
   --targets LIST        nodeK: every connection to node K; all: connections

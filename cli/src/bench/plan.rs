@@ -224,11 +224,13 @@ impl BenchSpec {
         if self.providers.is_empty() {
             return fail("--providers is empty".into());
         }
-        if self.nodes < 2 {
-            return fail(format!(
-                "--nodes must be 2 or more to measure replication, not {}",
-                self.nodes
-            ));
+        // One node measures what the provider costs a commit by itself
+        // (certification, ordering, commit order), without the network.
+        if self.nodes == 0 {
+            return fail("--nodes must be 1 or more".into());
+        }
+        if self.nodes < 2 && self.wan_delay_ms.is_some() {
+            return fail("--wan-delay-ms needs --nodes 2 or more: it delays the last node's links".into());
         }
         if self.tests.is_empty() || self.threads.is_empty() || self.targets.is_empty() {
             return fail("--tests, --threads and --targets need at least one value each".into());
@@ -369,7 +371,12 @@ mod tests {
             f(&mut spec);
             spec.validate().unwrap_err().to_string()
         };
-        assert!(bad(&|s| s.nodes = 1).contains("--nodes"));
+        assert!(bad(&|s| s.nodes = 0).contains("--nodes"));
+        assert!(bad(&|s| {
+            s.nodes = 1;
+            s.wan_delay_ms = Some(7);
+        })
+        .contains("--wan-delay-ms"));
         assert!(bad(&|s| s.targets = vec![Target::Node(4)]).contains("node4"));
         assert!(bad(&|s| s.threads = vec![0]).contains("positive"));
         assert!(bad(&|s| s.tests = vec!["a,b".into()]).contains("bad test"));
