@@ -202,6 +202,8 @@ pub(crate) struct Driver {
     pub(super) removed_at: Option<u64>,
     /// The seqnos handed to the node so far (see `check_sequence`).
     sequence: super::sequence::Sequence,
+    /// How busy this thread is (see `load`).
+    load: super::load::Load,
 }
 
 pub(crate) struct DriverConfig {
@@ -265,6 +267,7 @@ impl Driver {
             phase: joining.map_or(Phase::Member, Phase::Joining),
             tick: cfg.tick,
             next_tick: now + cfg.tick,
+            load: super::load::Load::new(now),
             events: Vec::new(),
             next_read: 1,
             counters,
@@ -339,7 +342,10 @@ impl Driver {
     fn turn(&mut self) -> bool {
         let wait = self.next_tick.saturating_duration_since(self.clock.now());
         let cmd = self.inbox.recv_timeout(wait);
-        self.step(cmd)
+        let woke = self.clock.now();
+        let go = self.step(cmd);
+        self.load.worked(woke, self.clock.now());
+        go
     }
 
     /// Everything the driver does but wait: the command that woke it and
@@ -364,6 +370,7 @@ impl Driver {
             self.on_tick();
         }
         self.maybe_bootstrap();
+        self.net.set_eager(self.load.has_spare_time());
         self.on_ready();
         if std::mem::take(&mut self.pump_due) {
             self.pump();

@@ -20,6 +20,10 @@ pub trait Links: Send + Sync {
     /// Contact an address of `wsrep_cluster_address` (its identity comes
     /// back as `Inbound::PeerUp`).
     fn connect_addr(&self, addr: &str);
+    /// Whether a frame may go out on the sender's own thread when its
+    /// link is idle: while the driver has nothing else queued, a frame's
+    /// latency matters more than batching it with the next ones.
+    fn set_eager(&self, _eager: bool) {}
     /// `gmcast.isolate`: cut every link.
     fn set_isolated(&self, on: bool);
     fn stop(&self);
@@ -37,6 +41,9 @@ impl Links for Transport {
     }
     fn connect_addr(&self, addr: &str) {
         Transport::connect_addr(self, addr)
+    }
+    fn set_eager(&self, eager: bool) {
+        Transport::set_eager(self, eager)
     }
     fn set_isolated(&self, on: bool) {
         Transport::set_isolated(self, on)

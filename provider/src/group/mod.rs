@@ -15,6 +15,7 @@ pub mod io;
 pub mod flow_control;
 pub(crate) mod frame;
 pub mod liveness;
+mod load;
 mod log;
 mod membership;
 mod phase;

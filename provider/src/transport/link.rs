@@ -1,6 +1,13 @@
 //! A link: one handshaken connection to a peer, its bounded send queue,
 //! and its two threads. The writer drains the queue in batches, one
 //! vectored write per batch; the reader turns frames into `Inbound::Frame`.
+//!
+//! A frame pushed while the queue is empty and nobody is writing is sent
+//! at once by the pusher (the group thread), without waiting, when the
+//! transport is eager (`Transport::set_eager`): waking the writer costs a
+//! thread switch on every Raft message, twice per commit's round trip,
+//! and on a loaded machine a woken thread can wait long for a core. What
+//! the socket does not take at once goes to the writer.
 //! Whichever side fails first closes the link, which shuts the socket down
 //! and so stops the other; the reader, last out, unlinks it from the peer
 //! table and reports `PeerDown`.
@@ -63,9 +70,21 @@ pub enum Pushed {
 
 #[derive(Default)]
 struct Queue {
+    /// The end of a frame a pusher began to send (header included): it
+    /// goes out before anything else.
+    tail: Option<Bytes>,
     frames: VecDeque<(u8, Bytes)>,
-    /// Payload plus header bytes queued.
+    /// Payload plus header bytes queued (the tail's too).
     bytes: usize,
+    /// A pusher is writing to the socket now: the writer waits, and other
+    /// frames queue behind its frame.
+    sending: bool,
+}
+
+/// What the writer takes in one go.
+struct Batch {
+    tail: Option<Bytes>,
+    frames: Vec<(u8, Bytes)>,
 }
 
 pub struct Link {
@@ -113,6 +132,12 @@ impl Link {
         if full {
             return Pushed::Full;
         }
+        let eager = shared.eager.load(Ordering::Relaxed);
+        if eager && q.frames.is_empty() && q.tail.is_none() && !q.sending && !shared.is_isolated() {
+            q.sending = true;
+            drop(q);
+            return self.send_now(kind, payload, shared);
+        }
         q.frames.push_back((kind, payload));
         q.bytes += size;
         shared.counters.queued(1, size as i64);
@@ -121,18 +146,77 @@ impl Link {
         Pushed::Queued
     }
 
-    /// Everything queued, once there is something; None once closed.
-    fn take_batch(&self, shared: &Shared) -> Option<Vec<(u8, Bytes)>> {
+    /// Sends one frame without blocking, the caller holding `sending`;
+    /// what the socket does not take now (it is full: the peer is slow)
+    /// goes before the queue for the writer.
+    fn send_now(&self, kind: u8, payload: Bytes, shared: &Shared) -> Pushed {
+        let header = frame::header(kind, &payload);
+        let total = header.len() + payload.len();
+        let slices = [std::io::IoSlice::new(&header), std::io::IoSlice::new(&payload)];
+        let sent = match net::send_vectored_now(&self.stream, &slices) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
+            other => other,
+        };
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        while q.frames.is_empty() && !self.is_closed() {
+        q.sending = false;
+        let n = match sent {
+            Ok(n) => n,
+            Err(e) => {
+                drop(q);
+                self.close(write_error_level(&e), format!("write failed: {}", e), shared);
+                return Pushed::Closed;
+            }
+        };
+        if n == total {
+            shared.counters.sent(1, total);
+        } else if self.state.load(Ordering::Acquire) != CLOSED {
+            shared.counters.sent(0, n); // the frame counts once, when whole
+            let mut whole = Vec::with_capacity(total);
+            whole.extend_from_slice(&header);
+            whole.extend_from_slice(&payload);
+            let tail = Bytes::from(whole).slice(n..);
+            shared.counters.queued(1, tail.len() as i64);
+            q.bytes += tail.len();
+            q.tail = Some(tail);
+        }
+        let wake = q.tail.is_some() || !q.frames.is_empty() || self.is_closed();
+        drop(q);
+        if wake {
+            self.ready.notify_one();
+        }
+        Pushed::Queued
+    }
+
+    /// Everything queued, once there is something and no pusher is
+    /// sending; None once closed. A retiring link's writer still gets the
+    /// tail of a frame a pusher began (the peer would read half a frame).
+    fn take_batch(&self, shared: &Shared) -> Option<Batch> {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let state = self.state.load(Ordering::Acquire);
+            if state == CLOSED {
+                return None;
+            }
+            if !q.sending {
+                if q.tail.is_some() || (state == OPEN && !q.frames.is_empty()) {
+                    break;
+                }
+                if state == RETIRING {
+                    return None;
+                }
+            }
             q = self.ready.wait_timeout(q, IDLE_CHECK).unwrap_or_else(|e| e.into_inner()).0;
         }
-        if self.is_closed() {
-            return None;
-        }
-        shared.counters.queued(-(q.frames.len() as i64), -(q.bytes as i64));
+        let count = q.frames.len() + usize::from(q.tail.is_some());
+        shared.counters.queued(-(count as i64), -(q.bytes as i64));
         q.bytes = 0;
-        Some(q.frames.drain(..).collect())
+        q.sending = true;
+        Some(Batch { tail: q.tail.take(), frames: q.frames.drain(..).collect() })
+    }
+
+    /// The writer is done with its batch: pushers may send again.
+    fn batch_done(&self) {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).sending = false;
     }
 
     /// Closes the link (the first reason given is kept): drops the queue,
@@ -143,8 +227,9 @@ impl Link {
             return;
         }
         self.reason.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(|| (level, reason.into()));
-        shared.counters.queued(-(q.frames.len() as i64), -(q.bytes as i64));
-        *q = Queue::default();
+        let count = q.frames.len() + usize::from(q.tail.is_some());
+        shared.counters.queued(-(count as i64), -(q.bytes as i64));
+        (q.frames, q.tail, q.bytes) = (VecDeque::new(), None, 0);
         drop(q);
         let _ = self.stream.shutdown(Shutdown::Both);
         self.ready.notify_all();
@@ -158,7 +243,10 @@ impl Link {
             return;
         }
         *self.reason.lock().unwrap_or_else(|e| e.into_inner()) = Some((Level::Debug, why.to_string()));
-        let unsent = std::mem::take(&mut *q);
+        // A frame's tail stays: only this link's writer may finish it.
+        let unsent_bytes = q.frames.iter().map(|(_, p)| p.len() + HEADER_LEN).sum::<usize>();
+        q.bytes -= unsent_bytes;
+        let unsent = Queue { frames: std::mem::take(&mut q.frames), bytes: unsent_bytes, ..Queue::default() };
         drop(q);
         match successor {
             Some(s) => s.prepend(unsent, shared),
@@ -176,8 +264,8 @@ impl Link {
             return;
         }
         older.frames.append(&mut q.frames);
-        older.bytes += q.bytes;
-        *q = older;
+        q.frames = older.frames;
+        q.bytes += older.bytes;
         drop(q);
         self.ready.notify_one();
     }
@@ -206,8 +294,11 @@ fn write_until_closed(shared: &Shared, link: &Link) {
             link.close(Level::Info, "isolated", shared);
             return;
         }
-        match frame::write_batch(&batch, |s| net::send_vectored(&link.stream, s)) {
-            Ok(bytes) => shared.counters.sent(batch.len(), bytes),
+        let written = write_tail(link, batch.tail.as_deref())
+            .and_then(|tail| Ok(tail + frame::write_batch(&batch.frames, |s| net::send_vectored(&link.stream, s))?));
+        link.batch_done();
+        match written {
+            Ok(bytes) => shared.counters.sent(batch.frames.len() + usize::from(batch.tail.is_some()), bytes),
             Err(e) => {
                 let why = match e.kind() {
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
@@ -215,15 +306,35 @@ fn write_until_closed(shared: &Shared, link: &Link) {
                     }
                     _ => format!("write failed: {}", e),
                 };
-                // As on the reading side: a peer that went away (a stop, a
-                // kill) is the group's news, not a fault of this link;
-                // mtr fails a test on a warning at a peer's shutdown.
-                let level = if is_peer_gone(&e) { Level::Info } else { Level::Warn };
-                link.close(level, why, shared);
+                link.close(write_error_level(&e), why, shared);
                 return;
             }
         }
+        // Pushers that found the writer busy queued behind it.
+        link.ready.notify_one();
     }
+}
+
+/// Writes the end of a frame a pusher began (its count was made then).
+fn write_tail(link: &Link, tail: Option<&[u8]>) -> std::io::Result<usize> {
+    let Some(mut rest) = tail else { return Ok(0) };
+    let len = rest.len();
+    while !rest.is_empty() {
+        match net::send_vectored(&link.stream, &[std::io::IoSlice::new(rest)]) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => rest = &rest[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(len)
+}
+
+/// As on the reading side: a peer that went away (a stop, a kill) is the
+/// group's news, not a fault of this link; mtr fails a test on a warning
+/// at a peer's shutdown.
+fn write_error_level(e: &std::io::Error) -> Level {
+    if is_peer_gone(e) { Level::Info } else { Level::Warn }
 }
 
 pub fn run_reader(shared: Arc<Shared>, link: Arc<Link>, stream: TcpStream) {

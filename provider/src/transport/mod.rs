@@ -214,6 +214,8 @@ struct Shared {
     threads: Mutex<Vec<JoinHandle<()>>>,
     stopping: AtomicBool,
     isolated: AtomicBool,
+    /// See `Transport::set_eager`; on by default (the tests' senders).
+    eager: AtomicBool,
     external_isolation: Option<&'static AtomicU8>,
     pending_accepts: AtomicUsize,
     pending_contacts: AtomicUsize,
@@ -288,6 +290,7 @@ impl Transport {
             threads: Mutex::default(),
             stopping: AtomicBool::new(false),
             isolated: AtomicBool::new(false),
+            eager: AtomicBool::new(true),
             external_isolation: cfg.isolation,
             pending_accepts: AtomicUsize::new(0),
             pending_contacts: AtomicUsize::new(0),
@@ -364,6 +367,14 @@ impl Transport {
             }
             Pushed::Closed => false,
         }
+    }
+
+    /// Whether `send` may write a frame itself when its link is idle
+    /// (see `link`), rather than wake the link's writer: its owner says
+    /// so while nothing else is about to be sent that the writer could
+    /// batch with it.
+    pub fn set_eager(&self, eager: bool) {
+        self.shared.eager.store(eager, Ordering::Relaxed);
     }
 
     /// gmcast.isolate: on cuts every link and refuses all traffic until off.

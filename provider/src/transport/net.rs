@@ -67,6 +67,17 @@ fn set_opt(s: &TcpStream, level: libc::c_int, name: libc::c_int, value: libc::c_
 /// which raises SIGPIPE on a closed connection, and inside mariadbd nobody
 /// promised us SIGPIPE is ignored.
 pub fn send_vectored(s: &TcpStream, slices: &[IoSlice<'_>]) -> io::Result<usize> {
+    sendmsg(s, slices, 0)
+}
+
+/// `send_vectored` that never waits: what the socket's buffer does not
+/// take now is left (WouldBlock when nothing fits), even on a blocking
+/// socket (MSG_DONTWAIT is per call).
+pub fn send_vectored_now(s: &TcpStream, slices: &[IoSlice<'_>]) -> io::Result<usize> {
+    sendmsg(s, slices, libc::MSG_DONTWAIT)
+}
+
+fn sendmsg(s: &TcpStream, slices: &[IoSlice<'_>], flags: libc::c_int) -> io::Result<usize> {
     // SAFETY: msghdr is plain data; zeroed is a valid empty header.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     // IoSlice is ABI-compatible with iovec on Unix (documented); the kernel
@@ -75,7 +86,7 @@ pub fn send_vectored(s: &TcpStream, slices: &[IoSlice<'_>]) -> io::Result<usize>
     msg.msg_iov = slices.as_ptr() as *mut libc::iovec;
     msg.msg_iovlen = slices.len().min(1024) as _;
     // SAFETY: msg points at live slices for the duration of the call.
-    let n = unsafe { libc::sendmsg(s.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+    let n = unsafe { libc::sendmsg(s.as_raw_fd(), &msg, libc::MSG_NOSIGNAL | flags) };
     if n < 0 { Err(io::Error::last_os_error()) } else { Ok(n as usize) }
 }
 

@@ -535,6 +535,40 @@ fn full_queues_drop_and_count() {
 }
 
 #[test]
+fn frames_a_full_socket_takes_only_in_part_arrive_whole_and_in_order() {
+    // A peer that does not read yet: the first frames go out from the
+    // sender's own thread until the socket's buffers fill, one of them in
+    // part, and the writer finishes it and sends the rest in order.
+    let a = node();
+    let (mut slow, id) = fake_peer(a.t.local_addr());
+    a.wait_up(id);
+    const FRAMES: u32 = 300;
+    const LEN: usize = 100_000 + 7; // not a divisor of any buffer size
+    let payload = |i: u32| {
+        let mut p = vec![(i % 251) as u8; LEN];
+        p[..4].copy_from_slice(&i.to_le_bytes());
+        Bytes::from(p)
+    };
+    for i in 0..FRAMES {
+        assert!(a.t.send(id, 1, payload(i)), "send {} dropped", i);
+    }
+    assert!(a.t.stats().queued_frames > 0, "the socket took every frame: nothing was left for the writer");
+    let mut r = std::io::BufReader::new(&mut slow);
+    let mut next = 0;
+    while next < FRAMES {
+        let (kind, p) = frame::read_frame(&mut r, 1 << 20).expect("a whole frame");
+        if kind == 1 {
+            assert!(p == payload(next), "frame {} damaged or out of order", next);
+            next += 1;
+        }
+    }
+    wait_until("the queue drained", || a.t.stats().queued_frames == 0 && a.t.stats().queued_bytes == 0);
+    let s = a.t.stats();
+    assert_eq!((s.frames_sent, s.frames_dropped), (FRAMES as u64, 0));
+    assert_eq!(s.bytes_sent, FRAMES as u64 * (LEN + frame::HEADER_LEN) as u64);
+}
+
+#[test]
 fn isolation_stops_traffic_and_resumes() {
     let (a, b) = (node(), node());
     link(&a, &b);
