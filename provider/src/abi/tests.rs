@@ -160,7 +160,7 @@ fn a_server_lifecycle_through_the_c_table() {
         assert_eq!((t.last_committed_id)(w, &mut g), wsrep_status_t::OK);
         assert_eq!(g.seqno, 2);
 
-        // Stats: NULL-terminated, Galera's names and count.
+        // Stats: NULL-terminated, Galera's names first, then lockstep's.
         let stats = (t.stats_get)(w);
         let mut names = vec![];
         let mut i = 0;
@@ -169,8 +169,10 @@ fn a_server_lifecycle_through_the_c_table() {
             i += 1;
         }
         (t.stats_free)(w, stats);
-        assert_eq!(names.len(), 56);
+        assert_eq!(names.len(), lockstep_config::StatusVar::ALL.len());
         assert_eq!(names[0], "local_state_uuid");
+        assert_eq!(names[lockstep_config::status::GALERA_STATUS_VARS - 1], "gmcast_segment");
+        assert!(names.contains(&"apply_capacity".to_string()));
         assert!(names.contains(&"local_state_comment".to_string()));
 
         // Options: Galera's format; a bad set fails and keeps the provider.

@@ -181,7 +181,9 @@ impl Shared {
         };
         let handle = Handle { trx_id: ws.trx_id, opaque: Opaque::Applier(seqno).encode() };
         let mut exit = false;
+        let started = Instant::now();
         let ok = self.app.apply(ctx, handle, fl, ws.data(), &meta, &mut exit);
+        self.count_apply_time(started);
         // The server passes commit order inside apply_cb; if it did not
         // (an error path), the seqno must still leave the commit monitor.
         self.commit.finish(seqno);
@@ -194,6 +196,15 @@ impl Shared {
             return self.inconsistent(seqno);
         }
         if exit { Flow::Exit } else { Flow::Continue }
+    }
+
+    /// For `wsrep_apply_capacity`: what apply_cb took, its wait for its
+    /// turn in commit order left out.
+    fn count_apply_time(&self, started: Instant) {
+        let now = Instant::now();
+        let (waited, turn) = super::capacity::take_turn(now);
+        let work = now.saturating_duration_since(started).saturating_sub(waited);
+        self.capacity.applied(now, work, turn);
     }
 
     /// `seqno` is done without the server: it passes both monitors so

@@ -226,10 +226,15 @@ impl Shared {
             // An applier's writeset holds its apply slot during apply_cb;
             // any other seqno is a handle we never gave out.
             Opaque::Applier(seqno) if !self.apply.is_entered(seqno) => Status::TrxMissing,
-            Opaque::Applier(seqno) => match self.commit.enter(seqno, self.commit_rule(false)) {
-                Ok(()) => Status::Ok,
-                Err(_) => Status::ConnFail,
-            },
+            Opaque::Applier(seqno) => {
+                let asked = std::time::Instant::now();
+                let entered = self.commit.enter(seqno, self.commit_rule(false));
+                super::capacity::turn_began(asked, std::time::Instant::now());
+                match entered {
+                    Ok(()) => Status::Ok,
+                    Err(_) => Status::ConnFail,
+                }
+            }
             Opaque::Local(_) => match self.local_trx(h) {
                 Some(trx) => self.local_commit_enter(&trx),
                 None => Status::TrxMissing,
@@ -315,6 +320,7 @@ impl Shared {
                     self.note_apply_failure(seqno);
                 }
                 self.commit.finish(seqno);
+                super::capacity::turn_ended(std::time::Instant::now());
                 Status::Ok
             }
             Opaque::Local(_) => {

@@ -12,6 +12,7 @@
 //! whoever handles it; that is what keeps `wsrep_last_committed` gap-free.
 
 mod applier;
+mod capacity;
 mod causal;
 mod connection;
 mod delivery;
@@ -126,6 +127,8 @@ pub struct Shared {
     status_cv: Condvar,
     gate: Gate,
     counters: Counters,
+    /// How fast the appliers could go (`wsrep_apply_capacity`).
+    capacity: capacity::Capacity,
     receivers: AtomicUsize,
     /// Highest seqno the group delivered (pause point, causal reads).
     last_ordered: AtomicI64,
@@ -250,6 +253,7 @@ impl Node {
             status_cv: Condvar::new(),
             gate: Gate::default(),
             counters: Counters::default(),
+            capacity: capacity::Capacity::default(),
             receivers: AtomicUsize::new(0),
             last_ordered: AtomicI64::new(position.seqno),
             skip_upto: AtomicI64::new(SEQNO_UNDEFINED),

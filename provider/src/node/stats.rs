@@ -51,6 +51,8 @@ impl Shared {
         let fc = self.group().map(|g| g.flow_stats()).unwrap_or_default();
         let yes_no = |b: bool| Str(if b { "true" } else { "false" }.into());
         let (apply, commit) = (self.apply.stats(), self.commit.stats());
+        let appliers = self.receivers.load(std::sync::atomic::Ordering::Relaxed);
+        let capacity = self.capacity.estimate(std::time::Instant::now(), appliers);
         let cert = self.cert.lock().unwrap_or_else(|e| e.into_inner());
         let (cs, index_size) = (cert.stats(), cert.index_size());
         drop(cert);
@@ -116,6 +118,8 @@ impl Shared {
             (V::EvsState, Str(if view.is_some() { "OPERATIONAL" } else { "CLOSED" }.into())),
             (V::GcommUuid, Str(self.my_id().to_string())),
             (V::GmcastSegment, Str("0".into())),
+            (V::ApplyCapacity, Double(capacity.capacity)),
+            (V::ApplyCapacityUsed, Double(capacity.used)),
         ]
     }
 
