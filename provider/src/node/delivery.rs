@@ -130,6 +130,7 @@ impl Shared {
     /// formed a new component): the group layer joins it again, and the
     /// node catches up from what its data holds, by IST if a donor has it.
     fn on_rejoining(&self) {
+        self.lag.clear(); // the gap is filled by IST or SST, not from these marks
         self.fail_pending();
         self.rejoins.fetch_add(1, Ordering::SeqCst);
         // What was ordered while this node was a member is already in its
@@ -156,6 +157,7 @@ impl Shared {
     /// certification index (so this node certifies like everyone else) and
     /// its current view.
     fn on_restored(&self, node: &[u8], view: View) {
+        self.lag.clear(); // a new position: the marks of the old one mean nothing
         if let Err(e) = self.cert.lock().unwrap_or_else(|e| e.into_inner()).restore(node) {
             log::error!("the group's snapshot has an unusable certification index ({}): this node cannot certify consistently", e);
             return;
@@ -184,6 +186,7 @@ impl Shared {
             // only feeds certification here.
             return;
         }
+        self.lag.ordered(seqno, std::time::Instant::now());
         if origin == self.my_id() && token != 0 && self.complete(token, Outcome::Ordered { seqno, verdict }) {
             return;
         }
@@ -385,9 +388,10 @@ impl Shared {
         let len = self.queue.len();
         let (lower, upper) = self.fc_limits_cached();
         let (upper, grace) = self.upper_after_big_apply(len, upper);
-        let signal = if !*requested && len > upper && self.flow_eligible() {
+        let (late, fresh) = self.lag_vs_bound();
+        let signal = if !*requested && (len > upper || late) && self.flow_eligible() {
             crate::group::Signal::Stop
-        } else if *requested && (len <= lower || (grace && len <= upper) || !self.flow_eligible()) {
+        } else if *requested && ((fresh && (len <= lower || (grace && len <= upper))) || !self.flow_eligible()) {
             crate::group::Signal::Cont
         } else {
             return;
@@ -397,6 +401,23 @@ impl Shared {
         if let Some(g) = self.group() {
             g.flow(signal);
         }
+    }
+
+    /// Against `lockstep.max_lag_ms` (M): whether this node is late (its
+    /// oldest uncommitted writeset waited M/2 or more: stop the writers
+    /// while the writesets already ordered, which wait too, still have
+    /// the other half of the bound), and whether it is fresh again (under
+    /// M/4, so that the writers do not stop and go on every millisecond
+    /// near the threshold). With the bound off: never late, always fresh.
+    fn lag_vs_bound(&self) -> (bool, bool) {
+        let bound = self.max_lag_ms.load(Ordering::Relaxed);
+        if bound == 0 {
+            return (false, true);
+        }
+        let committed = self.apply.last_left();
+        let age = self.lag.age(committed, self.last_ordered.load(Ordering::SeqCst), std::time::Instant::now());
+        let age = age.as_millis() as u64;
+        (age * 2 >= bound, age * 4 < bound)
     }
 
     /// The upper limit while a big writeset applies here, and after it
@@ -437,6 +458,7 @@ impl Shared {
     }
 
     pub(super) fn refresh_fc_limits(&self) {
+        self.max_lag_ms.store(self.setting(|s| s.max_lag_ms), Ordering::Relaxed);
         let (lower, upper) = self.fc_limits();
         let packed = ((lower.min(u32::MAX as usize) as u64) << 32) | upper.min(u32::MAX as usize) as u64;
         self.fc_cached_limits.store(packed, Ordering::Relaxed);

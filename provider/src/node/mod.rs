@@ -16,6 +16,7 @@ mod capacity;
 mod causal;
 mod connection;
 mod delivery;
+mod lag;
 mod local;
 mod pause;
 pub mod recv_queue;
@@ -129,6 +130,10 @@ pub struct Shared {
     counters: Counters,
     /// How fast the appliers could go (`wsrep_apply_capacity`).
     capacity: capacity::Capacity,
+    /// How stale this node is (`wsrep_apply_lag_ms`).
+    lag: lag::Lag,
+    /// `lockstep.max_lag_ms` (0: off), read by every `check_flow`.
+    max_lag_ms: AtomicU64,
     receivers: AtomicUsize,
     /// Highest seqno the group delivered (pause point, causal reads).
     last_ordered: AtomicI64,
@@ -254,6 +259,8 @@ impl Node {
             gate: Gate::default(),
             counters: Counters::default(),
             capacity: capacity::Capacity::default(),
+            lag: lag::Lag::default(),
+            max_lag_ms: AtomicU64::new(0),
             receivers: AtomicUsize::new(0),
             last_ordered: AtomicI64::new(position.seqno),
             skip_upto: AtomicI64::new(SEQNO_UNDEFINED),

@@ -23,6 +23,9 @@ pub struct Settings {
     pub fc_factor: f64,
     /// `gcs.fc_single_primary` (or the deprecated `gcs.fc_master_slave`).
     pub fc_single_primary: bool,
+    /// `lockstep.max_lag_ms`: the staleness flow control holds each
+    /// member to (0: off).
+    pub max_lag_ms: u64,
     /// `evs.suspect_timeout` and `evs.inactive_timeout`: when the group
     /// removes a silent member.
     pub timeouts: crate::group::liveness::Timeouts,
@@ -64,6 +67,7 @@ impl Default for Settings {
             fc_limit: 16,
             fc_factor: 1.0,
             fc_single_primary: false,
+            max_lag_ms: 0,
             timeouts: Default::default(),
             debug: false,
             quorum_policy: Default::default(),
@@ -92,6 +96,7 @@ impl Settings {
             fc_limit: cfg.get(keys::GCS_FC_LIMIT),
             fc_factor: cfg.get(keys::GCS_FC_FACTOR),
             fc_single_primary: cfg.get(keys::GCS_FC_SINGLE_PRIMARY) || cfg.get(keys::GCS_FC_MASTER_SLAVE),
+            max_lag_ms: cfg.get(keys::LOCKSTEP_MAX_LAG_MS).max(0) as u64,
             timeouts: crate::group::liveness::Timeouts {
                 suspect: cfg.duration(keys::EVS_SUSPECT_TIMEOUT),
                 inactive: cfg.duration(keys::EVS_INACTIVE_TIMEOUT),
