@@ -403,21 +403,15 @@ impl Shared {
         }
     }
 
-    /// Against `lockstep.max_lag_ms` (M): whether this node is late (its
-    /// oldest uncommitted writeset waited M/2 or more: stop the writers
-    /// while the writesets already ordered, which wait too, still have
-    /// the other half of the bound), and whether it is fresh again (under
-    /// M/4, so that the writers do not stop and go on every millisecond
-    /// near the threshold). With the bound off: never late, always fresh.
+    /// This node's lag against `lockstep.max_lag_ms` (see `lag::against`).
     fn lag_vs_bound(&self) -> (bool, bool) {
         let bound = self.max_lag_ms.load(Ordering::Relaxed);
         if bound == 0 {
-            return (false, true);
+            return super::lag::against(std::time::Duration::ZERO, 0);
         }
         let committed = self.apply.last_left();
         let age = self.lag.age(committed, self.last_ordered.load(Ordering::SeqCst), std::time::Instant::now());
-        let age = age.as_millis() as u64;
-        (age * 2 >= bound, age * 4 < bound)
+        super::lag::against(age, bound)
     }
 
     /// The upper limit while a big writeset applies here, and after it

@@ -58,6 +58,20 @@ impl Lag {
     }
 }
 
+/// A lag `age` against the bound `max_lag_ms` (M): whether the node is
+/// late (M/2 or more: stop the writers while the writesets already
+/// ordered, which wait too, still have the other half of the bound), and
+/// whether it is fresh again (under M/4, so that the writers do not stop
+/// and go on every millisecond near one threshold). Bound 0 (off): never
+/// late, always fresh.
+pub(super) fn against(age: Duration, max_lag_ms: u64) -> (bool, bool) {
+    if max_lag_ms == 0 {
+        return (false, true);
+    }
+    let age = age.as_millis() as u64;
+    (age * 2 >= max_lag_ms, age * 4 < max_lag_ms)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +106,15 @@ mod tests {
         // Seqno 2 and 3 wait; they were ordered less than 1 ms after t0.
         let age = lag.age(1, 4, t0 + ms(100));
         assert!(age >= ms(99) && age <= ms(100), "{:?}", age);
+    }
+
+    #[test]
+    fn late_at_half_the_bound_fresh_under_a_quarter() {
+        assert_eq!(against(ms(10), 100), (false, true));
+        assert_eq!(against(ms(25), 100), (false, false), "between: keep what was asked");
+        assert_eq!(against(ms(49), 100), (false, false));
+        assert_eq!(against(ms(50), 100), (true, false));
+        assert_eq!(against(ms(10_000), 0), (false, true), "off");
     }
 
     #[test]
