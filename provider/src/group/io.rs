@@ -21,8 +21,8 @@ pub trait Links: Send + Sync {
     /// back as `Inbound::PeerUp`).
     fn connect_addr(&self, addr: &str);
     /// Whether a frame may go out on the sender's own thread when its
-    /// link is idle: while the driver has nothing else queued, a frame's
-    /// latency matters more than batching it with the next ones.
+    /// link is idle: while the driver has time to spare (see `load`), a
+    /// frame's latency matters more than batching it with the next ones.
     fn set_eager(&self, _eager: bool) {}
     /// `gmcast.isolate`: cut every link.
     fn set_isolated(&self, on: bool);
