@@ -409,9 +409,14 @@ impl Shared {
         if bound == 0 {
             return super::lag::against(std::time::Duration::ZERO, 0);
         }
+        super::lag::against(self.apply_lag(), bound)
+    }
+
+    /// `wsrep_apply_lag_ms`: how long the oldest writeset ordered but not
+    /// yet committed here has waited.
+    pub(super) fn apply_lag(&self) -> std::time::Duration {
         let committed = self.apply.last_left();
-        let age = self.lag.age(committed, self.last_ordered.load(Ordering::SeqCst), std::time::Instant::now());
-        super::lag::against(age, bound)
+        self.lag.age(committed, self.last_ordered.load(Ordering::SeqCst), std::time::Instant::now())
     }
 
     /// The upper limit while a big writeset applies here, and after it

@@ -53,7 +53,6 @@ impl Shared {
         let (apply, commit) = (self.apply.stats(), self.commit.stats());
         let appliers = self.receivers.load(std::sync::atomic::Ordering::Relaxed);
         let capacity = self.capacity.estimate(std::time::Instant::now(), appliers);
-        let lag = self.lag.age(self.apply.last_left(), self.last_ordered.load(std::sync::atomic::Ordering::SeqCst), std::time::Instant::now());
         let cert = self.cert.lock().unwrap_or_else(|e| e.into_inner());
         let (cs, index_size) = (cert.stats(), cert.index_size());
         drop(cert);
@@ -121,7 +120,7 @@ impl Shared {
             (V::GmcastSegment, Str("0".into())),
             (V::ApplyCapacity, Double(capacity.capacity)),
             (V::ApplyCapacityUsed, Double(capacity.used)),
-            (V::ApplyLagMs, Int(lag.as_millis() as i64)),
+            (V::ApplyLagMs, Int(self.apply_lag().as_millis() as i64)),
         ]
     }
 

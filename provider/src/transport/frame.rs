@@ -122,14 +122,20 @@ pub fn write_frame(w: &mut impl Write, kind: u8, payload: &[u8]) -> io::Result<(
 }
 
 /// Writes a batch of frames with as few system calls as the kernel allows,
-/// the payloads by reference (no copy into a staging buffer). `send` is one
-/// vectored write that may be partial. Returns the bytes written.
+/// the payloads by reference (no copy into a staging buffer), after
+/// `prefix` (raw bytes: the end of a frame already begun, or nothing).
+/// `send` is one vectored write that may be partial. Returns the bytes
+/// written.
 pub fn write_batch(
+    prefix: &[u8],
     frames: &[(u8, Bytes)],
     mut send: impl FnMut(&[IoSlice<'_>]) -> io::Result<usize>,
 ) -> io::Result<usize> {
     let headers: Vec<[u8; HEADER_LEN]> = frames.iter().map(|(k, p)| header(*k, p)).collect();
-    let mut slices = Vec::with_capacity(frames.len() * 2);
+    let mut slices = Vec::with_capacity(frames.len() * 2 + 1);
+    if !prefix.is_empty() {
+        slices.push(IoSlice::new(prefix));
+    }
     for (h, (_, p)) in headers.iter().zip(frames) {
         slices.push(IoSlice::new(h));
         if !p.is_empty() {
@@ -164,7 +170,7 @@ mod tests {
         let frames = vec![(1u8, Bytes::from_static(b"abc")), (2, Bytes::new()), (3, Bytes::from(vec![7u8; 70_000]))];
         let mut wire = Vec::new();
         // One byte per call: the partial-write path.
-        let n = write_batch(&frames, |s| wire.write(&s.iter().find(|s| !s.is_empty()).expect("data")[..1])).expect("write");
+        let n = write_batch(&[], &frames, |s| wire.write(&s.iter().find(|s| !s.is_empty()).expect("data")[..1])).expect("write");
         assert_eq!(n, wire.len());
         let singles: Vec<u8> = frames.iter().flat_map(|(k, p)| encoded(*k, p)).collect();
         assert_eq!(wire, singles);

@@ -294,8 +294,8 @@ fn write_until_closed(shared: &Shared, link: &Link) {
             link.close(Level::Info, "isolated", shared);
             return;
         }
-        let written = write_tail(link, batch.tail.as_deref())
-            .and_then(|tail| Ok(tail + frame::write_batch(&batch.frames, |s| net::send_vectored(&link.stream, s))?));
+        let tail = batch.tail.as_deref().unwrap_or_default();
+        let written = frame::write_batch(tail, &batch.frames, |s| net::send_vectored(&link.stream, s));
         link.batch_done();
         match written {
             Ok(bytes) => shared.counters.sent(batch.frames.len() + usize::from(batch.tail.is_some()), bytes),
@@ -313,21 +313,6 @@ fn write_until_closed(shared: &Shared, link: &Link) {
         // Pushers that found the writer busy queued behind it.
         link.ready.notify_one();
     }
-}
-
-/// Writes the end of a frame a pusher began (its count was made then).
-fn write_tail(link: &Link, tail: Option<&[u8]>) -> std::io::Result<usize> {
-    let Some(mut rest) = tail else { return Ok(0) };
-    let len = rest.len();
-    while !rest.is_empty() {
-        match net::send_vectored(&link.stream, &[std::io::IoSlice::new(rest)]) {
-            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => rest = &rest[n..],
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(len)
 }
 
 /// As on the reading side: a peer that went away (a stop, a kill) is the

@@ -371,8 +371,7 @@ impl Transport {
 
     /// Whether `send` may write a frame itself when its link is idle
     /// (see `link`), rather than wake the link's writer: its owner says
-    /// so while nothing else is about to be sent that the writer could
-    /// batch with it.
+    /// so while its own thread has time to spare for the system call.
     pub fn set_eager(&self, eager: bool) {
         self.shared.eager.store(eager, Ordering::Relaxed);
     }
