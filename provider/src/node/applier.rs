@@ -52,6 +52,10 @@ impl Shared {
         self.receivers.fetch_add(1, Ordering::SeqCst);
         let status = loop {
             let Some((order, item)) = self.queue.pop() else { break Status::ConnFail };
+            // The backlog shrank as the item left the queue, as Galera's
+            // does when an applier takes an action: a CONT due now must
+            // not wait for this apply to finish.
+            self.check_flow();
             let flow = self.process(ctx, order, item);
             self.check_flow();
             self.maybe_sync();
