@@ -352,6 +352,9 @@ registry! {
         false, true, "Address the joiner receives IST on; host of wsrep_node_address, port base_port+1";
     IstRecvBind IST_RECV_BIND StrKey = "ist.recv_bind", Kind::Addr, HIDDEN, Static, Verbatim,
         false, true, "Address the IST receiver binds to (when behind NAT)";
+    LockstepDebugHangAppliers LOCKSTEP_DEBUG_HANG_APPLIERS BoolKey = "lockstep.debug_hang_appliers", BOOL,
+        shown("no"), Dynamic, Verbatim, false, true,
+        "lockstep: fault injection for tests: while yes, appliers take no new write set, as on a stuck disk";
     LockstepMaxLagMs LOCKSTEP_MAX_LAG_MS IntKey = "lockstep.max_lag_ms", dec(0, MAX), shown("0"),
         Dynamic, Verbatim, false, true,
         "lockstep: longest a write set may wait between being ordered and being committed on any member, in ms; flow control holds writers to it (0: off)";
@@ -564,6 +567,7 @@ mod tests {
                 "gmcast.isolate",
                 "ist.recv_addr",
                 "ist.recv_bind",
+                "lockstep.debug_hang_appliers",
                 "lockstep.max_lag_ms",
                 "pc.bootstrap",
                 "pc.ignore_quorum",

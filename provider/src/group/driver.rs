@@ -40,6 +40,9 @@ pub trait Delivery: Send + 'static {
     /// The node layer's state to ship in a Raft snapshot, as of every event
     /// delivered so far (its certification index).
     fn snapshot(&mut self) -> Vec<u8>;
+    /// Called on every tick of the group thread, events or not; the same
+    /// rule as `deliver` (no blocking).
+    fn tick(&mut self) {}
 }
 
 pub(crate) enum Command {
@@ -584,6 +587,7 @@ impl Driver {
             self.broadcast_flow(sig);
         }
         self.publish_flow();
+        self.delivery.tick();
     }
 
     fn broadcast_flow(&self, signal: Signal) {

@@ -4,12 +4,14 @@
 //! allows; the commit monitor keeps commits in seqno order.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::types::{Handle, Meta, Opaque, RecvCtx, Status, Stid};
+use super::stall::Change;
 use super::Shared;
 use crate::cert::Verdict;
-use crate::group::View;
+use crate::group::{MemberState, View};
 use crate::gtid::{Gtid, Seqno, SEQNO_UNDEFINED};
 use crate::log;
 use crate::monitor::Rule;
@@ -51,6 +53,7 @@ impl Shared {
         }
         self.receivers.fetch_add(1, Ordering::SeqCst);
         let status = loop {
+            self.hang_if_asked();
             let Some((order, item)) = self.queue.pop() else { break Status::ConnFail };
             // The backlog shrank as the item left the queue, as Galera's
             // does when an applier takes an action: a CONT due now must
@@ -161,11 +164,18 @@ impl Shared {
             Verdict::Fail(_) => (seqno - 1, ws.flags | flags::ROLLBACK),
         };
         let big = ws.data().len() >= super::BIG_WRITESET;
+        let long = big || fl & flags::ISOLATION != 0;
         if big {
             self.big_applying.fetch_add(1, Ordering::SeqCst);
             self.check_flow();
         }
+        if long {
+            self.long_applying.fetch_add(1, Ordering::SeqCst);
+        }
         let flow = self.apply_in_order(ctx, seqno, ws, (depends_on, fl));
+        if long {
+            self.long_applying.fetch_sub(1, Ordering::SeqCst);
+        }
         if big {
             self.big_applying.fetch_sub(1, Ordering::SeqCst);
             self.check_flow();
@@ -200,6 +210,61 @@ impl Shared {
             return self.inconsistent(seqno);
         }
         if exit { Flow::Exit } else { Flow::Continue }
+    }
+
+    /// `lockstep.debug_hang_appliers`: take nothing while it holds, as an
+    /// applier stuck on a dead disk would (until the node closes).
+    fn hang_if_asked(&self) {
+        while self.hang_appliers.load(Ordering::Relaxed) && !self.status().closed {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// On every group tick: hung appliers (see `stall`) stop counting for
+    /// flow control after `evs.suspect_timeout` and take the node out of
+    /// the cluster after `evs.inactive_timeout`.
+    pub(super) fn watch_appliers(self: &Arc<Self>, now: Instant) {
+        let committed = self.apply.last_left();
+        let progress = super::stall::Progress {
+            committed,
+            waiting: self.last_ordered.load(Ordering::SeqCst) > committed,
+            excused: self.stall_excused(),
+        };
+        let t = self.setting(|s| s.timeouts);
+        let change = self.stall.lock().unwrap_or_else(|e| e.into_inner()).observe(progress, now, t.suspect, t.inactive);
+        let waiting = self.last_ordered.load(Ordering::SeqCst) - committed;
+        match change {
+            None => return,
+            Some(Change::Stalled(idle)) => log::warning!(
+                "appliers committed nothing for {:.1?} (evs.suspect_timeout) with {} write sets waiting after {}, and nothing paused them: this node no longer counts for flow control",
+                idle, waiting, committed
+            ),
+            Some(Change::Recovered) => log::info!("appliers are committing again (at {}): this node counts for flow control again", committed),
+            Some(Change::Leave(idle)) => {
+                log::error!("appliers committed nothing for {:.1?} (evs.inactive_timeout) with {} write sets waiting after {}: leaving the cluster", idle, waiting, committed);
+                // Leaving waits for the group thread, which runs this.
+                let shared = Arc::clone(self);
+                std::thread::Builder::new()
+                    .name("lockstep-leave".into())
+                    .spawn(move || shared.leave_stalled())
+                    .map(drop)
+                    .unwrap_or_else(|e| log::error!("cannot start leaving the cluster: {}", e));
+            }
+        }
+        let stalled = matches!(change, Some(Change::Stalled(_)) | Some(Change::Leave(_)));
+        self.apply_stalled.store(stalled, Ordering::SeqCst);
+        self.check_flow();
+    }
+
+    /// What may rightly hold the appliers: an operator's pause (FTWRL,
+    /// RSU), a desync or a state transfer, a DDL (here or from another
+    /// member) or a big writeset being applied.
+    fn stall_excused(&self) -> bool {
+        let synced = matches!(self.status().member, Some(MemberState::Synced) | Some(MemberState::Joined));
+        !synced
+            || self.gate.is_paused()
+            || self.long_applying.load(Ordering::SeqCst) > 0
+            || !self.toi.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
     /// For `wsrep_apply_capacity`: what apply_cb took, its wait for its

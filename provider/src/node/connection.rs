@@ -162,21 +162,39 @@ impl Shared {
     /// that found the failure; another one (or this one, once back in
     /// `recv`) delivers the final view.
     pub(super) fn leave_inconsistent(&self) {
-        let Some(group) = self.group() else { return };
+        let left = self.leave_group(|| {
+            let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
+            super::view_state::remove(saved.dir());
+            saved.set(Position { uuid: Uuid::NIL, seqno: SEQNO_UNDEFINED, safe_to_bootstrap: false });
+        });
+        if left {
+            log::info!("left the cluster: this node's state is marked unknown until a state transfer");
+        }
+    }
+
+    /// This node's appliers hung (see `stall`): it leaves the group so
+    /// that the others stop waiting for it. Its data is a prefix of the
+    /// cluster's, so its position stays: a restart joins by IST.
+    pub(super) fn leave_stalled(&self) {
+        if self.leave_group(|| {}) {
+            log::info!("left the cluster: what was ordered before applies if the appliers resume; restart the node to rejoin");
+        }
+    }
+
+    /// Leaves the group and queues the final view behind what is queued;
+    /// `then` runs between the two. False when already out.
+    fn leave_group(&self, then: impl FnOnce()) -> bool {
+        let Some(group) = self.group() else { return false };
         group.leave();
         *self.group.write().unwrap_or_else(|e| e.into_inner()) = None;
         group.stop();
         self.fail_pending();
-        {
-            let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
-            super::view_state::remove(saved.dir());
-            saved.set(Position { uuid: Uuid::NIL, seqno: SEQNO_UNDEFINED, safe_to_bootstrap: false });
-        }
+        then();
         self.status().member = None;
         if !self.queue.push(Item::Final) {
             self.queue.close();
         }
-        log::info!("left the cluster: this node's state is marked unknown until a state transfer");
+        true
     }
 
     /// Queues the final view behind everything delivered and waits for an

@@ -96,6 +96,10 @@ impl Delivery for NodeDelivery {
         }
     }
 
+    fn tick(&mut self) {
+        self.0.watch_appliers(std::time::Instant::now());
+    }
+
     fn snapshot(&mut self) -> Vec<u8> {
         self.0.cert.lock().unwrap_or_else(|e| e.into_inner()).encode()
     }
@@ -446,7 +450,8 @@ impl Shared {
 
     fn flow_eligible(&self) -> bool {
         let inconsistent = self.apply_failed.load(Ordering::SeqCst) != SEQNO_UNDEFINED;
-        !inconsistent && matches!(self.status().member, Some(MemberState::Synced) | Some(MemberState::Joined))
+        let stalled = self.apply_stalled.load(Ordering::SeqCst);
+        !inconsistent && !stalled && matches!(self.status().member, Some(MemberState::Synced) | Some(MemberState::Joined))
     }
 
     /// The limits change with the view and the options only: cached so
@@ -458,6 +463,7 @@ impl Shared {
 
     pub(super) fn refresh_fc_limits(&self) {
         self.max_lag_ms.store(self.setting(|s| s.max_lag_ms), Ordering::Relaxed);
+        self.hang_appliers.store(self.setting(|s| s.hang_appliers), Ordering::Relaxed);
         let (lower, upper) = self.fc_limits();
         let packed = ((lower.min(u32::MAX as usize) as u64) << 32) | upper.min(u32::MAX as usize) as u64;
         self.fc_cached_limits.store(packed, Ordering::Relaxed);

@@ -17,6 +17,7 @@ mod causal;
 mod connection;
 mod delivery;
 mod lag;
+mod stall;
 mod local;
 mod pause;
 pub mod recv_queue;
@@ -158,6 +159,16 @@ pub struct Shared {
     /// whether flow control is in its grace after one (see
     /// `upper_after_big_apply`).
     big_applying: AtomicUsize,
+    /// Writesets that may rightly hold the appliers for long (a DDL, a
+    /// big writeset) in apply now, local TOI aside: the stall watch
+    /// excuses them.
+    long_applying: AtomicUsize,
+    /// Hung appliers (`stall`): the watch, and whether it found them
+    /// stalled (then this node does not count for flow control).
+    stall: Mutex<stall::StallWatch>,
+    apply_stalled: std::sync::atomic::AtomicBool,
+    /// `lockstep.debug_hang_appliers`.
+    hang_appliers: std::sync::atomic::AtomicBool,
     fc_grace: std::sync::atomic::AtomicBool,
     /// Flow-control limits (lower << 32 | upper), refreshed on views and
     /// option changes.
@@ -269,6 +280,10 @@ impl Node {
             in_view: Default::default(),
             fc_requested: Default::default(),
             big_applying: AtomicUsize::new(0),
+            long_applying: AtomicUsize::new(0),
+            stall: Default::default(),
+            apply_stalled: Default::default(),
+            hang_appliers: Default::default(),
             fc_grace: Default::default(),
             fc_cached_limits: AtomicU64::new((16 << 32) | 16),
             gcache: Mutex::new(gcache),

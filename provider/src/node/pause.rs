@@ -32,6 +32,11 @@ impl Gate {
         }
     }
 
+    /// An operator's pause holds.
+    pub fn is_paused(&self) -> bool {
+        self.lock().is_some()
+    }
+
     /// Pauses at `at`, after any pause in progress ends (pauses queue, as
     /// in Galera).
     fn close(&self, at: impl Fn() -> Seqno) -> Seqno {

@@ -26,6 +26,8 @@ pub struct Settings {
     /// `lockstep.max_lag_ms`: the staleness flow control holds each
     /// member to (0: off).
     pub max_lag_ms: u64,
+    /// `lockstep.debug_hang_appliers`: a stuck disk, for tests.
+    pub hang_appliers: bool,
     /// `evs.suspect_timeout` and `evs.inactive_timeout`: when the group
     /// removes a silent member.
     pub timeouts: crate::group::liveness::Timeouts,
@@ -68,6 +70,7 @@ impl Default for Settings {
             fc_factor: 1.0,
             fc_single_primary: false,
             max_lag_ms: 0,
+            hang_appliers: false,
             timeouts: Default::default(),
             debug: false,
             quorum_policy: Default::default(),
@@ -97,6 +100,7 @@ impl Settings {
             fc_factor: cfg.get(keys::GCS_FC_FACTOR),
             fc_single_primary: cfg.get(keys::GCS_FC_SINGLE_PRIMARY) || cfg.get(keys::GCS_FC_MASTER_SLAVE),
             max_lag_ms: cfg.get(keys::LOCKSTEP_MAX_LAG_MS).max(0) as u64,
+            hang_appliers: cfg.get(keys::LOCKSTEP_DEBUG_HANG_APPLIERS),
             timeouts: crate::group::liveness::Timeouts {
                 suspect: cfg.duration(keys::EVS_SUSPECT_TIMEOUT),
                 inactive: cfg.duration(keys::EVS_INACTIVE_TIMEOUT),
