@@ -16,7 +16,7 @@ use super::plan::BenchSpec;
 use super::sysbench::Invocation;
 use crate::cluster::{Cluster, Error, Node, Result};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -203,32 +203,12 @@ fn step(spec: &BenchSpec, index: usize, cluster: &Cluster, fragment: u64, say: &
 }
 
 fn spawn_load(spec: &BenchSpec, cluster: &Cluster, out: &Path) -> Result<Child> {
-    let args: Vec<String> = load(spec, cluster, "run", 3600)
-        .args()
-        .into_iter()
-        .map(|a| if a.starts_with("--report-interval=") { "--report-interval=1".into() } else { a })
-        .collect();
-    let file = std::fs::File::create(out).map_err(|e| Error::io(format!("creating {}", out.display()), e))?;
-    let err = file.try_clone().map_err(|e| Error::io("duplicating a log file handle", e))?;
-    Command::new("sysbench")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(file)
-        .stderr(err)
-        .spawn()
-        .map_err(|e| Error::io("starting sysbench", e))
+    super::sysbench::spawn(&load(spec, cluster, "run", 3600).args_with(95, 1), out)
 }
 
-/// sysbench's `[ 12s ] thds: 8 tps: 7997.04 ...` lines: tps by second.
+/// Tps by second, from sysbench's interim lines.
 pub fn per_second_tps(text: &str) -> Vec<(u64, f64)> {
-    text.lines()
-        .filter_map(|line| {
-            let rest = line.trim_start().strip_prefix('[')?;
-            let (secs, rest) = rest.split_once("s ]")?;
-            let tps = rest.split_once("tps:")?.1.split_whitespace().next()?;
-            Some((secs.trim().parse().ok()?, tps.parse().ok()?))
-        })
-        .collect()
+    super::sysbench::interim(text).into_iter().map(|(s, tps, _)| (s, tps)).collect()
 }
 
 /// The baseline (mean tps of the whole seconds before `update_at`, the

@@ -46,7 +46,17 @@ options (lists are comma-separated):
                         load fell under a tenth of its baseline, each
                         node's resident-memory growth, and the share of
                         the UPDATE node 1 was paused by flow control.
-                        Give it first: it sets --nodes 2
+                        Give it first: it sets --nodes 2.
+                        freshness: on 3 nodes, node 2 with 1 applier and
+                        wsrep_sync_wait readers, 64 writers on node 1; per
+                        flow-control setting (gcs.fc_limit=16, and for
+                        lockstep also lockstep.max_lag_ms=100 with
+                        gcs.fc_limit=25000) two phases of --time seconds,
+                        node 2 innodb_flush_log_at_trx_commit=2 then 1;
+                        prints write tps, the reads' p99 and node 1's
+                        flow-control pause per phase, and writes
+                        freshness.json and freshness.svg (per second) in
+                        --dir
   --rows N              big-trx: rows of the big table (default 500000)
   --fragments LIST      big-trx: wsrep_trx_fragment_size values in bytes, 0
                         for no streaming (default 0,10000,100000,1000000)
@@ -104,9 +114,36 @@ fn run_big_trx(spec: &BenchSpec) -> ExitCode {
     }
 }
 
+fn run_freshness(spec: &BenchSpec) -> ExitCode {
+    eprintln!("lockstep bench --scenario freshness: {} providers, outputs in {}", spec.providers.len(), spec.dir.display());
+    if let Err(e) = std::fs::create_dir_all(&spec.dir) {
+        eprintln!("lockstep bench: creating {}: {e}", spec.dir.display());
+        return ExitCode::FAILURE;
+    }
+    let started = Instant::now();
+    let runs = super::freshness::run(spec, &mut |line| eprintln!("{line}"));
+    let mut text = super::freshness::render(spec, &runs, started.elapsed());
+    match super::freshness::write_outputs(spec, &runs) {
+        Ok(paths) => text.push_str(&format!("chart and figures: {}\n", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))),
+        Err(e) => eprintln!("lockstep bench: {e}"),
+    }
+    say(&text);
+    for path in std::iter::once(spec.dir.join("report-freshness.txt")).chain(spec.output.clone()) {
+        if let Err(e) = std::fs::write(&path, &text) {
+            eprintln!("lockstep bench: writing {}: {e}", path.display());
+        }
+    }
+    match runs.iter().any(|(_, r)| r.as_ref().is_ok_and(|l| !l.is_empty())) {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::FAILURE,
+    }
+}
+
 fn run(spec: &BenchSpec) -> ExitCode {
-    if spec.scenario == super::plan::Scenario::BigTrx {
-        return run_big_trx(spec);
+    match spec.scenario {
+        super::plan::Scenario::BigTrx => return run_big_trx(spec),
+        super::plan::Scenario::Freshness => return run_freshness(spec),
+        super::plan::Scenario::Cells => {}
     }
     eprintln!(
         "lockstep bench: {} cells x {} providers, about {} min if all run; outputs in {}",
@@ -302,7 +339,13 @@ mod tests {
         assert_eq!(spec.scenario, super::super::plan::Scenario::BigTrx);
         assert_eq!((spec.nodes, spec.rows), (2, 1000));
         assert_eq!(spec.fragments, [0, 10_000]);
-        assert_eq!(parse(&args("--scenario huge")).unwrap_err(), "scenario must be cells or big-trx, not \"huge\"");
+        assert_eq!(parse(&args("--scenario huge")).unwrap_err(), "scenario must be cells, big-trx or freshness, not \"huge\"");
+    }
+
+    #[test]
+    fn the_freshness_scenario_keeps_three_nodes() {
+        let spec = parse(&args("--scenario freshness --time 20")).unwrap().unwrap();
+        assert_eq!((spec.scenario, spec.nodes, spec.time), (super::super::plan::Scenario::Freshness, 3, 20));
     }
 
     #[test]

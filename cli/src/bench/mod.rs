@@ -41,8 +41,10 @@
 //! machine's cores with the servers, as it does for both providers.
 
 mod big_trx;
+mod chart;
 pub mod cli;
 mod counters;
+mod freshness;
 mod plan;
 mod report;
 mod runner;

@@ -72,6 +72,8 @@ pub enum Scenario {
     Cells,
     /// One big UPDATE under a write load (see `big_trx`).
     BigTrx,
+    /// Replica staleness against flow control (see `freshness`).
+    Freshness,
 }
 
 impl Scenario {
@@ -79,7 +81,8 @@ impl Scenario {
         match text {
             "cells" | "lan" => Ok(Scenario::Cells),
             "big-trx" => Ok(Scenario::BigTrx),
-            _ => Err(format!("scenario must be cells or big-trx, not {text:?}")),
+            "freshness" => Ok(Scenario::Freshness),
+            _ => Err(format!("scenario must be cells, big-trx or freshness, not {text:?}")),
         }
     }
 }

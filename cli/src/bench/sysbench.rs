@@ -139,21 +139,28 @@ impl Invocation {
         args
     }
 
+    /// `args()` with another percentile and interim-report interval (a
+    /// run's shape over time, by the second).
+    pub fn args_with(&self, percentile: u32, report_secs: u32) -> Vec<String> {
+        self.args()
+            .into_iter()
+            .map(|a| match a {
+                a if a.starts_with("--percentile=") => format!("--percentile={percentile}"),
+                a if a.starts_with("--report-interval=") => format!("--report-interval={report_secs}"),
+                a => a,
+            })
+            .collect()
+    }
+
     /// Runs sysbench with stdout and stderr into `log`; kills it at
     /// `timeout`. Returns what it printed; fails when it exits non-zero.
     pub fn run(&self, log: &Path, timeout: Duration) -> Result<String> {
-        let file = std::fs::File::create(log)
-            .map_err(|e| Error::io(format!("creating {}", log.display()), e))?;
-        let file_err = file
-            .try_clone()
-            .map_err(|e| Error::io("duplicating a log file handle", e))?;
-        let mut child = Command::new("sysbench")
-            .args(self.args())
-            .stdin(Stdio::null())
-            .stdout(file)
-            .stderr(file_err)
-            .spawn()
-            .map_err(|e| Error::io("starting sysbench (is the sysbench package installed?)", e))?;
+        self.run_args(&self.args(), log, timeout)
+    }
+
+    /// `run` with `args` (from `args` or `args_with`).
+    pub fn run_args(&self, args: &[String], log: &Path, timeout: Duration) -> Result<String> {
+        let mut child = spawn(args, log)?;
         let deadline = Instant::now() + timeout;
         let status = loop {
             if let Some(status) = child
@@ -188,6 +195,33 @@ impl Invocation {
             log.display()
         )))
     }
+}
+
+/// Starts sysbench with `args`, stdout and stderr into `log`.
+pub fn spawn(args: &[String], log: &Path) -> Result<std::process::Child> {
+    let file = std::fs::File::create(log).map_err(|e| Error::io(format!("creating {}", log.display()), e))?;
+    let file_err = file.try_clone().map_err(|e| Error::io("duplicating a log file handle", e))?;
+    Command::new("sysbench")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(file_err)
+        .spawn()
+        .map_err(|e| Error::io("starting sysbench (is the sysbench package installed?)", e))
+}
+
+/// sysbench's interim `[ 12s ] thds: 8 tps: 7997.04 ... lat (ms,99%): 3.2
+/// ...` lines: (second, tps, latency percentile in ms) by second.
+pub fn interim(text: &str) -> Vec<(u64, f64, f64)> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.trim_start().strip_prefix('[')?;
+            let (secs, rest) = rest.split_once("s ]")?;
+            let number = |label: &str| rest.split_once(label)?.1.split_whitespace().next()?.parse::<f64>().ok();
+            let latency = rest.split_once("%):").and_then(|(_, v)| v.split_whitespace().next()?.parse().ok());
+            Some((secs.trim().parse().ok()?, number("tps:")?, latency.unwrap_or(f64::NAN)))
+        })
+        .collect()
 }
 
 /// The first FATAL lines, or the last lines when there are none.

@@ -1,0 +1,319 @@
+//! `lockstep bench --scenario freshness`: how stale a replica gets, what
+//! flow control costs the writers for it, and how both move when the
+//! replica's apply speed changes mid-run.
+//!
+//! For each provider: a fresh 3-node cluster; node 2 applies with one
+//! applier thread, and its readers wait for what was committed before them
+//! (`wsrep_sync_wait=1`). For each setting (every provider: `gcs.fc_limit`
+//! 16; a provider that has `lockstep.max_lag_ms`: also that bound at 100
+//! ms with `gcs.fc_limit` 25000, so that the bound rules), sysbench
+//! `oltp_update_index` with 64 threads writes on node 1 for two phases of
+//! `--time` seconds, and one `oltp_point_select` client reads on node 2 in
+//! each. Phase 1: node 2 with `innodb_flush_log_at_trx_commit=2`; phase
+//! 2: =1, an fsync per commit, so a slower applier. Per phase: node 1's
+//! write tps, the reads' p99 and the share of the phase node 1 was paused
+//! by flow control; per second: write tps and read p99 (the chart).
+
+use super::chart::{self, Panel, Series};
+use super::plan::BenchSpec;
+use super::sysbench::{self, Invocation};
+use crate::cluster::{Cluster, Error, Node, Result};
+use std::time::{Duration, Instant};
+
+const WRITERS: u32 = 64;
+/// node 2's `innodb_flush_log_at_trx_commit` per phase.
+const PHASES: [u32; 2] = [2, 1];
+const RUN_LIMIT: Duration = Duration::from_secs(1800);
+
+/// A flow-control setting, as `wsrep_provider_options` entries.
+struct Setting {
+    label: &'static str,
+    options: &'static [&'static str],
+    /// Only for providers that have `lockstep.max_lag_ms`.
+    needs_bound: bool,
+}
+
+const SETTINGS: [Setting; 2] = [
+    Setting { label: "fc_limit=16", options: &["gcs.fc_limit=16"], needs_bound: false },
+    Setting { label: "max_lag_ms=100", options: &["gcs.fc_limit=25000", "lockstep.max_lag_ms=100"], needs_bound: true },
+];
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseFigures {
+    pub flush: u32,
+    pub write_tps: f64,
+    pub read_p99_ms: f64,
+    /// Share of the phase node 1 was paused by flow control.
+    pub paused: f64,
+}
+
+/// One provider under one setting.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Run {
+    pub setting: String,
+    pub phases: Vec<PhaseFigures>,
+    /// (second of the run, write tps) and (second, read p99 ms).
+    pub write_tps: Vec<(f64, f64)>,
+    pub read_p99_ms: Vec<(f64, f64)>,
+    /// Seconds into the run where phase 2 began.
+    pub phase_change: f64,
+}
+
+pub type ProviderRuns = (String, std::result::Result<Vec<Run>, String>);
+
+pub fn run(spec: &BenchSpec, log: &mut dyn FnMut(&str)) -> Vec<ProviderRuns> {
+    (0..spec.providers.len())
+        .map(|index| {
+            let label = spec.provider_slug(index);
+            let mut say = |text: &str| log(&format!("[{label}] {text}"));
+            let result = run_provider(spec, index, &mut say).map_err(|e| super::runner::short_reason(&e.to_string()));
+            if let Err(e) = &result {
+                say(&format!("n/a: {e}"));
+            }
+            (label, result)
+        })
+        .collect()
+}
+
+fn run_provider(spec: &BenchSpec, index: usize, say: &mut dyn FnMut(&str)) -> Result<Vec<Run>> {
+    let mut cluster_spec = spec.cluster_spec(index);
+    cluster_spec.slave_threads = 4;
+    say(&format!("starting {} nodes in {}", spec.nodes, cluster_spec.dir.display()));
+    let cluster = Cluster::up(cluster_spec)?;
+    let result = (|| {
+        set_up(spec, &cluster)?;
+        let has_bound = cluster.node(1).sql("SELECT @@wsrep_provider_options")?.concat().concat().contains("lockstep.max_lag_ms");
+        let mut runs = Vec::new();
+        for setting in SETTINGS.iter().filter(|s| has_bound || !s.needs_bound) {
+            apply(&cluster, setting, has_bound)?;
+            say(&format!("{}: {} s per phase", setting.label, spec.time));
+            let run = run_setting(spec, index, &cluster, setting)?;
+            for p in &run.phases {
+                say(&format!(
+                    "{} flush={}: writes {:.0} tps, reads p99 {:.1} ms, paused {:.0}%",
+                    setting.label,
+                    p.flush,
+                    p.write_tps,
+                    p.read_p99_ms,
+                    p.paused * 100.0
+                ));
+            }
+            runs.push(run);
+        }
+        Ok(runs)
+    })();
+    cluster.stop_all();
+    say("cluster stopped");
+    result
+}
+
+fn set_up(spec: &BenchSpec, cluster: &Cluster) -> Result<()> {
+    cluster.node(1).sql("CREATE DATABASE IF NOT EXISTS sbtest")?;
+    let prepare = invocation(spec, cluster.node(1), "oltp_update_index", "prepare", spec.tables.min(8), 0);
+    prepare.run(&spec.dir.join("freshness-prepare.log"), Duration::from_secs(600))?;
+    caught_up(cluster)?;
+    cluster.node(2).sql("SET GLOBAL wsrep_slave_threads = 1")?;
+    cluster.node(2).sql("SET GLOBAL wsrep_sync_wait = 1")?;
+    Ok(())
+}
+
+/// The setting on every node; lockstep's bound off unless the setting
+/// has it.
+fn apply(cluster: &Cluster, setting: &Setting, has_bound: bool) -> Result<()> {
+    let reset: &[&str] = if has_bound { &["lockstep.max_lag_ms=0"] } else { &[] };
+    for node in cluster.nodes() {
+        for option in reset.iter().chain(setting.options) {
+            node.sql(&format!("SET GLOBAL wsrep_provider_options = '{option}'"))?;
+        }
+    }
+    Ok(())
+}
+
+fn invocation(spec: &BenchSpec, node: Node, test: &str, command: &'static str, threads: u32, seconds: u32) -> Invocation {
+    Invocation {
+        test: test.into(),
+        command,
+        sockets: vec![node.socket()],
+        threads,
+        seconds,
+        tables: spec.tables,
+        table_size: spec.table_size,
+    }
+}
+
+fn run_setting(spec: &BenchSpec, index: usize, cluster: &Cluster, setting: &Setting) -> Result<Run> {
+    let dir = spec.provider_dir(index);
+    let (n1, n2) = (cluster.node(1), cluster.node(2));
+    set_flush(n2, PHASES[0])?;
+    caught_up(cluster)?;
+    let phase_secs = spec.time.max(4);
+    let writes_log = dir.join(format!("freshness-{}-writes.log", setting.label));
+    let writer = invocation(spec, n1, "oltp_update_index", "run", WRITERS, phase_secs * 2 + 2);
+    let mut child = sysbench::spawn(&writer.args_with(99, 1), &writes_log)?;
+    let started = Instant::now();
+    let phases = (|| {
+        std::thread::sleep(Duration::from_secs(1));
+        let mut phases = Vec::new();
+        for (i, &flush) in PHASES.iter().enumerate() {
+            set_flush(n2, flush)?;
+            let from = started.elapsed().as_secs_f64();
+            let paused_before = paused_ns(n1)?;
+            let reader = invocation(spec, n2, "oltp_point_select", "run", 1, phase_secs - 1);
+            let reads_log = dir.join(format!("freshness-{}-reads-{}.log", setting.label, i + 1));
+            let text = reader.run_args(&reader.args_with(99, 1), &reads_log, RUN_LIMIT)?;
+            let to = started.elapsed().as_secs_f64();
+            let paused = (paused_ns(n1)? - paused_before).max(0) as f64 / 1e9 / (to - from);
+            phases.push((flush, from, to, paused, text));
+        }
+        Ok::<_, Error>(phases)
+    })();
+    let _ = child.wait();
+    let phases = phases?;
+    let writes = std::fs::read_to_string(&writes_log).map_err(|e| Error::io(format!("reading {}", writes_log.display()), e))?;
+    figures(setting.label, &writes, &phases)
+}
+
+/// Per phase and per second, from the writer's and each reader's output.
+fn figures(setting: &str, writes: &str, phases: &[(u32, f64, f64, f64, String)]) -> Result<Run> {
+    let write_tps: Vec<(f64, f64)> = sysbench::interim(writes).into_iter().map(|(s, tps, _)| (s as f64, tps)).collect();
+    let mut run = Run { setting: setting.into(), phases: Vec::new(), write_tps, read_p99_ms: Vec::new(), phase_change: 0.0 };
+    for (i, (flush, from, to, paused, reads)) in phases.iter().enumerate() {
+        let result = sysbench::parse(reads).map_err(Error::msg)?;
+        let inside: Vec<f64> = run.write_tps.iter().filter(|(s, _)| *s > *from && *s <= *to).map(|p| p.1).collect();
+        let write_tps = inside.iter().sum::<f64>() / inside.len().max(1) as f64;
+        run.read_p99_ms.extend(sysbench::interim(reads).into_iter().map(|(s, _, p99)| (from + s as f64, p99)));
+        run.phases.push(PhaseFigures { flush: *flush, write_tps, read_p99_ms: result.p95_ms, paused: *paused });
+        if i == 1 {
+            run.phase_change = *from;
+        }
+    }
+    Ok(run)
+}
+
+fn set_flush(node: Node, value: u32) -> Result<()> {
+    node.sql(&format!("SET GLOBAL innodb_flush_log_at_trx_commit = {value}")).map(drop)
+}
+
+fn paused_ns(node: Node) -> Result<i64> {
+    node.status()?.int("wsrep_flow_control_paused_ns").ok_or_else(|| Error::msg("no wsrep_flow_control_paused_ns"))
+}
+
+/// Every node has committed what node 1 had.
+fn caught_up(cluster: &Cluster) -> Result<()> {
+    let want = cluster.node(1).status()?.int("wsrep_last_committed").unwrap_or(0);
+    for node in cluster.nodes() {
+        node.wait_until("caught up", RUN_LIMIT, |s| s.int("wsrep_last_committed") >= Some(want))?;
+    }
+    Ok(())
+}
+
+/// The table, the JSON beside it, and the chart.
+pub fn render(spec: &BenchSpec, runs: &[ProviderRuns], elapsed: Duration) -> String {
+    let mut out = format!(
+        "lockstep bench --scenario freshness: 3 nodes, {WRITERS} writers on node 1 (oltp_update_index), one wsrep_sync_wait reader on node 2 \
+         (1 applier); phase 1 node 2 innodb_flush_log_at_trx_commit=2, phase 2 =1, {} s each; {} min\n\n",
+        spec.time.max(4),
+        elapsed.as_secs().div_ceil(60)
+    );
+    out.push_str(&format!(
+        "{:<12} {:<16} {:>6} {:>10} {:>8} {:>12} {:>9}\n",
+        "provider", "setting", "flush", "write tps", "ratio", "read p99 ms", "paused %"
+    ));
+    let baseline = first_run(runs);
+    for (provider, result) in runs {
+        match result {
+            Err(e) => out.push_str(&format!("{provider:<12} n/a ({e})\n")),
+            Ok(list) => {
+                for run in list {
+                    for (i, p) in run.phases.iter().enumerate() {
+                        let ratio = baseline.and_then(|b| b.phases.get(i)).map_or(f64::NAN, |b| p.write_tps / b.write_tps);
+                        out.push_str(&format!(
+                            "{:<12} {:<16} {:>6} {:>10.0} {:>8.2} {:>12.1} {:>9.0}\n",
+                            provider,
+                            run.setting,
+                            p.flush,
+                            p.write_tps,
+                            ratio,
+                            p.read_p99_ms,
+                            p.paused * 100.0
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out.push_str("\nratio: write tps over the first provider's first setting in the same phase\n");
+    out
+}
+
+fn first_run(runs: &[ProviderRuns]) -> Option<&Run> {
+    runs.first()?.1.as_ref().ok()?.first()
+}
+
+/// `freshness.json` and `freshness.svg` in the bench directory.
+pub fn write_outputs(spec: &BenchSpec, runs: &[ProviderRuns]) -> Result<Vec<std::path::PathBuf>> {
+    let json_path = spec.dir.join("freshness.json");
+    let json = serde_json::to_string_pretty(&to_json(spec, runs)).map_err(|e| Error::msg(e.to_string()))?;
+    std::fs::write(&json_path, json).map_err(|e| Error::io(format!("writing {}", json_path.display()), e))?;
+    let svg_path = spec.dir.join("freshness.svg");
+    let ok: Vec<(&String, &Run)> = runs.iter().filter_map(|(p, r)| r.as_ref().ok().map(|l| (p, l))).flat_map(|(p, l)| l.iter().map(move |r| (p, r))).collect();
+    let line = |points: fn(&Run) -> &Vec<(f64, f64)>| -> Vec<Series> {
+        ok.iter().map(|(p, r)| Series { label: format!("{p} {}", r.setting), points: points(r).clone() }).collect()
+    };
+    let panels = [
+        Panel { y_label: "node 1 write tps".into(), series: line(|r| &r.write_tps) },
+        Panel { y_label: "node 2 sync_wait read p99 (ms)".into(), series: line(|r| &r.read_p99_ms) },
+    ];
+    let marks: Vec<f64> = ok.first().map(|(_, r)| r.phase_change).into_iter().collect();
+    chart::time_series(&svg_path, "freshness: node 2 flush=2, then flush=1 (vertical line)", &panels, &marks)?;
+    Ok(vec![json_path, svg_path])
+}
+
+fn to_json(spec: &BenchSpec, runs: &[ProviderRuns]) -> serde_json::Value {
+    use serde_json::json;
+    let providers: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|(provider, result)| match result {
+            Err(e) => json!({ "provider": provider, "error": e }),
+            Ok(list) => json!({
+                "provider": provider,
+                "runs": list.iter().map(|r| json!({
+                    "setting": r.setting,
+                    "phase_change_s": r.phase_change,
+                    "phases": r.phases.iter().map(|p| json!({
+                        "innodb_flush_log_at_trx_commit": p.flush,
+                        "write_tps": p.write_tps,
+                        "read_p99_ms": p.read_p99_ms,
+                        "fc_paused": p.paused,
+                    })).collect::<Vec<_>>(),
+                    "per_second": { "write_tps": r.write_tps, "read_p99_ms": r.read_p99_ms },
+                })).collect::<Vec<_>>(),
+            }),
+        })
+        .collect();
+    json!({ "scenario": "freshness", "seconds_per_phase": spec.time.max(4), "writers": WRITERS, "providers": providers })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_take_the_writer_seconds_inside_them_and_the_readers_p99() {
+        let writes = "[ 1s ] thds: 64 tps: 100.00 qps: 1 lat (ms,99%): 9.0 err/s: 0\n\
+                      [ 2s ] thds: 64 tps: 300.00 qps: 1 lat (ms,99%): 9.0 err/s: 0\n\
+                      [ 3s ] thds: 64 tps: 50.00 qps: 1 lat (ms,99%): 9.0 err/s: 0\n";
+        let reads = |p99: &str| {
+            format!(
+                "[ 1s ] thds: 1 tps: 10.00 qps: 10.00 (r/w/o: 10.00/0.00/0.00) lat (ms,99%): {p99} err/s: 0.00 reconn/s: 0.00\n\
+                 transactions: 10 (10.00 per sec.)\n99th percentile: {p99}\n"
+            )
+        };
+        let phases = [(2, 0.5, 2.0, 0.1, reads("4.0")), (1, 2.0, 3.0, 0.5, reads("40.0"))];
+        let run = figures("fc_limit=16", writes, &phases).unwrap();
+        assert_eq!(run.phases[0], PhaseFigures { flush: 2, write_tps: 200.0, read_p99_ms: 4.0, paused: 0.1 });
+        assert_eq!(run.phases[1], PhaseFigures { flush: 1, write_tps: 50.0, read_p99_ms: 40.0, paused: 0.5 });
+        assert_eq!(run.read_p99_ms, vec![(1.5, 4.0), (3.0, 40.0)]);
+        assert_eq!(run.phase_change, 2.0);
+    }
+}
