@@ -56,7 +56,13 @@ options (lists are comma-separated):
                         prints write tps, the reads' p99 and node 1's
                         flow-control pause per phase, and writes
                         freshness.json and freshness.svg (per second) in
-                        --dir
+                        --dir.
+                        drain: on 3 nodes, oltp_write_only 16 threads on
+                        node 1; node 2 desynced and locked (FTWRL) 15 s,
+                        then its apply rate once unlocked with writes
+                        going on, and again with writes stopped, beside
+                        its wsrep_apply_capacity read under load; writes
+                        drain.json and drain.svg in --dir
   --rows N              big-trx: rows of the big table (default 500000)
   --fragments LIST      big-trx: wsrep_trx_fragment_size values in bytes, 0
                         for no streaming (default 0,10000,100000,1000000)
@@ -100,18 +106,8 @@ fn run_big_trx(spec: &BenchSpec) -> ExitCode {
     let started = Instant::now();
     let runs = super::big_trx::run(spec, &mut |line| eprintln!("{line}"));
     let text = super::big_trx::render(spec, &runs, started.elapsed());
-    say(&text);
-    for path in std::iter::once(spec.dir.join("report-big-trx.txt")).chain(spec.output.clone()) {
-        if let Err(e) = std::fs::write(&path, &text) {
-            eprintln!("lockstep bench: writing {}: {e}", path.display());
-        }
-    }
     let any = runs.iter().filter_map(|(_, r)| r.as_ref().ok()).flatten().any(|s| s.outcome.is_ok());
-    if any {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    finish(spec, "report-big-trx.txt", &text, any)
 }
 
 fn run_freshness(spec: &BenchSpec) -> ExitCode {
@@ -127,13 +123,35 @@ fn run_freshness(spec: &BenchSpec) -> ExitCode {
         Ok(paths) => text.push_str(&format!("chart and figures: {}\n", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))),
         Err(e) => eprintln!("lockstep bench: {e}"),
     }
-    say(&text);
-    for path in std::iter::once(spec.dir.join("report-freshness.txt")).chain(spec.output.clone()) {
-        if let Err(e) = std::fs::write(&path, &text) {
+    finish(spec, "report-freshness.txt", &text, runs.iter().any(|(_, r)| r.as_ref().is_ok_and(|l| !l.is_empty())))
+}
+
+fn run_drain(spec: &BenchSpec) -> ExitCode {
+    eprintln!("lockstep bench --scenario drain: {} providers, outputs in {}", spec.providers.len(), spec.dir.display());
+    if let Err(e) = std::fs::create_dir_all(&spec.dir) {
+        eprintln!("lockstep bench: creating {}: {e}", spec.dir.display());
+        return ExitCode::FAILURE;
+    }
+    let started = Instant::now();
+    let runs = super::drain::run(spec, &mut |line| eprintln!("{line}"));
+    let mut text = super::drain::render(&runs, started.elapsed());
+    match super::drain::write_outputs(spec, &runs) {
+        Ok(paths) => text.push_str(&format!("chart and figures: {}\n", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))),
+        Err(e) => eprintln!("lockstep bench: {e}"),
+    }
+    finish(spec, "report-drain.txt", &text, runs.iter().any(|(_, r)| r.is_ok()))
+}
+
+/// Prints the report, writes it to `DIR/name` (and --output), and says
+/// whether anything was measured.
+fn finish(spec: &BenchSpec, name: &str, text: &str, measured: bool) -> ExitCode {
+    say(text);
+    for path in std::iter::once(spec.dir.join(name)).chain(spec.output.clone()) {
+        if let Err(e) = std::fs::write(&path, text) {
             eprintln!("lockstep bench: writing {}: {e}", path.display());
         }
     }
-    match runs.iter().any(|(_, r)| r.as_ref().is_ok_and(|l| !l.is_empty())) {
+    match measured {
         true => ExitCode::SUCCESS,
         false => ExitCode::FAILURE,
     }
@@ -141,6 +159,7 @@ fn run_freshness(spec: &BenchSpec) -> ExitCode {
 
 fn run(spec: &BenchSpec) -> ExitCode {
     match spec.scenario {
+        super::plan::Scenario::Drain => return run_drain(spec),
         super::plan::Scenario::BigTrx => return run_big_trx(spec),
         super::plan::Scenario::Freshness => return run_freshness(spec),
         super::plan::Scenario::Cells => {}
@@ -339,7 +358,7 @@ mod tests {
         assert_eq!(spec.scenario, super::super::plan::Scenario::BigTrx);
         assert_eq!((spec.nodes, spec.rows), (2, 1000));
         assert_eq!(spec.fragments, [0, 10_000]);
-        assert_eq!(parse(&args("--scenario huge")).unwrap_err(), "scenario must be cells, big-trx or freshness, not \"huge\"");
+        assert_eq!(parse(&args("--scenario huge")).unwrap_err(), "scenario must be cells, big-trx, freshness or drain, not \"huge\"");
     }
 
     #[test]

@@ -44,6 +44,7 @@ mod big_trx;
 mod chart;
 pub mod cli;
 mod counters;
+mod drain;
 mod freshness;
 mod plan;
 mod report;

@@ -74,6 +74,9 @@ pub enum Scenario {
     BigTrx,
     /// Replica staleness against flow control (see `freshness`).
     Freshness,
+    /// Apply capacity: desync + FTWRL drains, and the live estimate
+    /// (see `drain`).
+    Drain,
 }
 
 impl Scenario {
@@ -82,7 +85,8 @@ impl Scenario {
             "cells" | "lan" => Ok(Scenario::Cells),
             "big-trx" => Ok(Scenario::BigTrx),
             "freshness" => Ok(Scenario::Freshness),
-            _ => Err(format!("scenario must be cells, big-trx or freshness, not {text:?}")),
+            "drain" => Ok(Scenario::Drain),
+            _ => Err(format!("scenario must be cells, big-trx, freshness or drain, not {text:?}")),
         }
     }
 }
