@@ -25,7 +25,6 @@ const KIND_LEFT: u8 = 4;
 // (`transfer::channel`, protocol 2).
 const KIND_PROBE: u8 = 6;
 const KIND_COMMIT: u8 = 7;
-const KIND_LAG: u8 = 8;
 
 #[derive(Debug, PartialEq)]
 pub(crate) enum Frame {
@@ -45,8 +44,6 @@ pub(crate) enum Frame {
     /// The leader's weighted commit index and quorum verdict, while
     /// weights differ (see `weighted`).
     Commit(CommitNotice),
-    /// This member's apply lag in ms (see `cluster_lag`).
-    Lag(u32),
 }
 
 #[derive(Debug, PartialEq)]
@@ -96,10 +93,6 @@ impl Frame {
                 KIND_LEFT
             }
             Frame::Probe => KIND_PROBE,
-            Frame::Lag(ms) => {
-                out.extend_from_slice(&ms.to_le_bytes());
-                KIND_LAG
-            }
             Frame::Commit(n) => {
                 out.extend_from_slice(&n.term.to_le_bytes());
                 out.extend_from_slice(&n.index.to_le_bytes());
@@ -124,7 +117,6 @@ impl Frame {
             KIND_LEFT => decode_left(&mut r).map_err(|e| FrameError::Malformed("removal notice", e))?,
             KIND_PROBE => Frame::Probe,
             KIND_COMMIT => decode_commit(&mut r).map_err(|e| FrameError::Malformed("commit notice", e))?,
-            KIND_LAG => Frame::Lag(r.u32().map_err(|e| FrameError::Malformed("lag report", e))?),
             k => return Err(FrameError::Kind(k)),
         };
         r.end().map_err(|e| FrameError::Malformed("group frame", e))?;
@@ -181,7 +173,6 @@ pub(crate) fn every_frame() -> Vec<Frame> {
         Frame::Left { member: Uuid([4; 16]), index: 4242 },
         Frame::Probe,
         Frame::Commit(CommitNotice { term: 3, index: 99, primary: true }),
-        Frame::Lag(1234),
     ]
 }
 
