@@ -12,9 +12,21 @@ fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().map(|v| v.parse().unwrap_or_else(|_| panic!("{name} must be a number")))
 }
 
-/// Runs `seeds`; per seed, its summary or why it failed.
+/// Runs `seeds`; per seed, its summary or why it failed. A panic (in the
+/// driver or in raft-rs) fails its seed, which is then named, instead of
+/// the whole thread.
 fn run_all(seeds: Vec<u64>) -> Vec<(u64, Result<lockstep::sim::Summary, String>)> {
-    seeds.into_iter().map(|seed| (seed, lockstep::sim::run(seed, false))).collect()
+    seeds
+        .into_iter()
+        .map(|seed| {
+            let run = std::panic::catch_unwind(|| lockstep::sim::run(seed, false));
+            (seed, run.unwrap_or_else(|p| Err(format!("panicked: {}", panic_text(&p)))))
+        })
+        .collect()
+}
+
+fn panic_text(payload: &Box<dyn std::any::Any + Send>) -> String {
+    payload.downcast_ref::<String>().cloned().or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
 }
 
 #[test]

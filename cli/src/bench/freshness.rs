@@ -167,6 +167,9 @@ fn run_setting(spec: &BenchSpec, index: usize, cluster: &Cluster, setting: &Sett
         }
         Ok::<_, Error>(phases)
     })();
+    if phases.is_err() {
+        let _ = child.kill();
+    }
     let _ = child.wait();
     let phases = phases?;
     let writes = std::fs::read_to_string(&writes_log).map_err(|e| Error::io(format!("reading {}", writes_log.display()), e))?;
@@ -182,6 +185,7 @@ fn figures(setting: &str, writes: &str, phases: &[(u32, f64, f64, f64, String)])
         let inside: Vec<f64> = run.write_tps.iter().filter(|(s, _)| *s > *from && *s <= *to).map(|p| p.1).collect();
         let write_tps = inside.iter().sum::<f64>() / inside.len().max(1) as f64;
         run.read_p99_ms.extend(sysbench::interim(reads).into_iter().map(|(s, _, p99)| (from + s as f64, p99)));
+        // `p95_ms` is the percentile asked for: 99 here (`args_with`).
         run.phases.push(PhaseFigures { flush: *flush, write_tps, read_p99_ms: result.p95_ms, paused: *paused });
         if i == 1 {
             run.phase_change = *from;
