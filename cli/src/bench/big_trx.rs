@@ -50,6 +50,8 @@ pub struct Figures {
     /// (`wsrep_flow_control_paused_ns`): where a slow UPDATE waits for
     /// node 2's appliers.
     pub fc_paused: f64,
+    /// The load's tps by second, time 0 at the UPDATE's start (the chart).
+    pub load_tps: Vec<(f64, f64)>,
 }
 
 pub fn run(spec: &BenchSpec, log: &mut dyn FnMut(&str)) -> Vec<(String, std::result::Result<Vec<Step>, String>)> {
@@ -199,7 +201,8 @@ fn step(spec: &BenchSpec, index: usize, cluster: &Cluster, fragment: u64, say: &
     let per_second = per_second_tps(&text);
     let watched = update_at..update_at + update + applied_after + AFTER;
     let (baseline_tps, stall_secs) = stall(&per_second, update_at, watched);
-    Ok(Figures { update, applied_after, stall_secs, baseline_tps, rss_growth, fc_paused })
+    let load_tps = per_second.iter().map(|&(s, tps)| (s as f64 - update_at.as_secs_f64(), tps)).collect();
+    Ok(Figures { update, applied_after, stall_secs, baseline_tps, rss_growth, fc_paused, load_tps })
 }
 
 fn spawn_load(spec: &BenchSpec, cluster: &Cluster, out: &Path) -> Result<Child> {
@@ -307,6 +310,52 @@ pub fn render(spec: &BenchSpec, runs: &[(String, std::result::Result<Vec<Step>, 
     }
     out += &ratios(runs);
     out
+}
+
+/// `big-trx.json` and `big-trx.svg` in the bench directory: per fragment
+/// size a panel of the load's tps by second, one line per provider.
+pub fn write_outputs(spec: &BenchSpec, runs: &[(String, std::result::Result<Vec<Step>, String>)]) -> Result<Vec<std::path::PathBuf>> {
+    use super::chart::{Panel, Series};
+    let json_path = spec.dir.join("big-trx.json");
+    let text = serde_json::to_string_pretty(&to_json(spec, runs)).map_err(|e| Error::msg(e.to_string()))?;
+    std::fs::write(&json_path, text).map_err(|e| Error::io(format!("writing {}", json_path.display()), e))?;
+    let figures = |fragment: u64| runs.iter().filter_map(move |(p, r)| Some((p, r.as_ref().ok()?.iter().find(|s| s.fragment == fragment)?.outcome.as_ref().ok()?)));
+    let panels: Vec<Panel> = spec
+        .fragments
+        .iter()
+        .map(|&fragment| Panel {
+            y_label: format!("load tps, fragments {}", fragment_label(fragment)),
+            series: figures(fragment).map(|(p, f)| Series { label: p.clone(), points: f.load_tps.clone() }).collect(),
+        })
+        .collect();
+    let svg_path = spec.dir.join("big-trx.svg");
+    super::chart::time_series(&svg_path, "big-trx: the 8-thread load on node 1, 0 s = the UPDATE starts", &panels, &[0.0])?;
+    Ok(vec![json_path, svg_path])
+}
+
+fn to_json(spec: &BenchSpec, runs: &[(String, std::result::Result<Vec<Step>, String>)]) -> serde_json::Value {
+    use serde_json::json;
+    let step = |s: &Step| match &s.outcome {
+        Err(e) => json!({ "fragment_bytes": s.fragment, "error": e }),
+        Ok(f) => json!({
+            "fragment_bytes": s.fragment,
+            "update_s": f.update.as_secs_f64(),
+            "node2_applied_after_s": f.applied_after.as_secs_f64(),
+            "stall_s": f.stall_secs,
+            "baseline_tps": f.baseline_tps,
+            "rss_growth_bytes": f.rss_growth,
+            "fc_paused": f.fc_paused,
+            "load_tps_per_second": f.load_tps,
+        }),
+    };
+    json!({
+        "scenario": "big-trx",
+        "rows": spec.rows,
+        "providers": runs.iter().map(|(p, r)| match r {
+            Err(e) => json!({ "provider": p, "error": e }),
+            Ok(steps) => json!({ "provider": p, "steps": steps.iter().map(step).collect::<Vec<_>>() }),
+        }).collect::<Vec<_>>(),
+    })
 }
 
 /// UPDATE time of every provider over the first's, per fragment size.

@@ -47,13 +47,15 @@ type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
 fn draw_panel(area: &Area<'_>, panel: &Panel, marks: &[f64]) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let points = || panel.series.iter().flat_map(|s| s.points.iter());
+    // Time may start before 0 (seconds before the event a scenario marks).
+    let x_min = points().map(|p| p.0).fold(0.0, f64::min);
     let x_max = points().map(|p| p.0).fold(1.0, f64::max);
     let y_max = points().map(|p| p.1).filter(|y| y.is_finite()).fold(1.0, f64::max) * 1.05;
     let mut chart = ChartBuilder::on(area)
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(70)
-        .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+        .build_cartesian_2d(x_min..x_max, 0.0..y_max)?;
     chart.configure_mesh().x_desc("seconds").y_desc(panel.y_label.as_str()).draw()?;
     for &x in marks {
         chart.draw_series(LineSeries::new([(x, 0.0), (x, y_max)], BLACK.mix(0.4)))?;

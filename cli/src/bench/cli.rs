@@ -105,7 +105,8 @@ fn run_big_trx(spec: &BenchSpec) -> ExitCode {
     }
     let started = Instant::now();
     let runs = super::big_trx::run(spec, &mut |line| eprintln!("{line}"));
-    let text = super::big_trx::render(spec, &runs, started.elapsed());
+    let mut text = super::big_trx::render(spec, &runs, started.elapsed());
+    name_outputs(super::big_trx::write_outputs(spec, &runs), &mut text);
     let any = runs.iter().filter_map(|(_, r)| r.as_ref().ok()).flatten().any(|s| s.outcome.is_ok());
     finish(spec, "report-big-trx.txt", &text, any)
 }
@@ -119,10 +120,7 @@ fn run_freshness(spec: &BenchSpec) -> ExitCode {
     let started = Instant::now();
     let runs = super::freshness::run(spec, &mut |line| eprintln!("{line}"));
     let mut text = super::freshness::render(spec, &runs, started.elapsed());
-    match super::freshness::write_outputs(spec, &runs) {
-        Ok(paths) => text.push_str(&format!("chart and figures: {}\n", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))),
-        Err(e) => eprintln!("lockstep bench: {e}"),
-    }
+    name_outputs(super::freshness::write_outputs(spec, &runs), &mut text);
     finish(spec, "report-freshness.txt", &text, runs.iter().any(|(_, r)| r.as_ref().is_ok_and(|l| !l.is_empty())))
 }
 
@@ -135,11 +133,17 @@ fn run_drain(spec: &BenchSpec) -> ExitCode {
     let started = Instant::now();
     let runs = super::drain::run(spec, &mut |line| eprintln!("{line}"));
     let mut text = super::drain::render(&runs, started.elapsed());
-    match super::drain::write_outputs(spec, &runs) {
+    name_outputs(super::drain::write_outputs(spec, &runs), &mut text);
+    finish(spec, "report-drain.txt", &text, runs.iter().any(|(_, r)| r.is_ok()))
+}
+
+/// Adds the chart's and the JSON's paths to the report, or says why
+/// they are missing.
+fn name_outputs(written: crate::cluster::Result<Vec<PathBuf>>, text: &mut String) {
+    match written {
         Ok(paths) => text.push_str(&format!("chart and figures: {}\n", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))),
         Err(e) => eprintln!("lockstep bench: {e}"),
     }
-    finish(spec, "report-drain.txt", &text, runs.iter().any(|(_, r)| r.is_ok()))
 }
 
 /// Prints the report, writes it to `DIR/name` (and --output), and says
