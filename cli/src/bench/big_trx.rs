@@ -55,29 +55,11 @@ pub struct Figures {
 }
 
 pub fn run(spec: &BenchSpec, log: &mut dyn FnMut(&str)) -> Vec<(String, std::result::Result<Vec<Step>, String>)> {
-    (0..spec.providers.len())
-        .map(|index| {
-            let label = spec.provider_slug(index);
-            let mut say = |text: &str| log(&format!("[{label}] {text}"));
-            let result = run_provider(spec, index, &mut say).map_err(|e| super::runner::short_reason(&e.to_string()));
-            if let Err(e) = &result {
-                say(&format!("n/a: {e}"));
-            }
-            (label, result)
-        })
-        .collect()
-}
-
-fn run_provider(spec: &BenchSpec, index: usize, say: &mut dyn FnMut(&str)) -> Result<Vec<Step>> {
-    let mut cluster_spec = spec.cluster_spec(index);
-    cluster_spec.slave_threads = 4;
-    say(&format!("starting {} nodes in {}", spec.nodes, cluster_spec.dir.display()));
-    let cluster = Cluster::up(cluster_spec)?;
-    let result = (|| {
-        set_up(spec, &cluster, say)?;
+    super::runner::per_provider(spec, log, |index, cluster, say| {
+        set_up(spec, cluster, say)?;
         let mut steps = Vec::new();
         for &fragment in &spec.fragments {
-            let outcome = step(spec, index, &cluster, fragment, say);
+            let outcome = step(spec, index, cluster, fragment, say);
             match &outcome {
                 Ok(f) => say(&format!(
                     "fragments {}: UPDATE {:.1}s, node 2 +{:.1}s, stall {}s, RSS +{} / +{} MB",
@@ -93,10 +75,7 @@ fn run_provider(spec: &BenchSpec, index: usize, say: &mut dyn FnMut(&str)) -> Re
             steps.push(Step { fragment, outcome: outcome.map_err(|e| super::runner::short_reason(&e.to_string())) });
         }
         Ok(steps)
-    })();
-    cluster.stop_all();
-    say("cluster stopped");
-    result
+    })
 }
 
 fn fragment_label(bytes: u64) -> String {

@@ -97,44 +97,51 @@ pub fn main(args: &[String]) -> ExitCode {
     run(&spec)
 }
 
-fn run_big_trx(spec: &BenchSpec) -> ExitCode {
-    eprintln!("lockstep bench --scenario big-trx: {} providers, outputs in {}", spec.providers.len(), spec.dir.display());
+/// What a scenario's report needs once it has run: the table, the chart
+/// and JSON it wrote, and whether anything was measured.
+type Reported = (String, crate::cluster::Result<Vec<PathBuf>>, bool);
+
+/// One of the scenarios with a report of its own (big-trx, freshness,
+/// drain): runs it, prints and writes `report-NAME.txt`.
+fn run_scenario<R>(
+    spec: &BenchSpec,
+    name: &str,
+    run: impl FnOnce(&BenchSpec, &mut dyn FnMut(&str)) -> R,
+    report: impl FnOnce(&R, std::time::Duration) -> Reported,
+) -> ExitCode {
+    eprintln!("lockstep bench --scenario {name}: {} providers, outputs in {}", spec.providers.len(), spec.dir.display());
     if let Err(e) = std::fs::create_dir_all(&spec.dir) {
         eprintln!("lockstep bench: creating {}: {e}", spec.dir.display());
         return ExitCode::FAILURE;
     }
     let started = Instant::now();
-    let runs = super::big_trx::run(spec, &mut |line| eprintln!("{line}"));
-    let mut text = super::big_trx::render(spec, &runs, started.elapsed());
-    name_outputs(super::big_trx::write_outputs(spec, &runs), &mut text);
-    let any = runs.iter().filter_map(|(_, r)| r.as_ref().ok()).flatten().any(|s| s.outcome.is_ok());
-    finish(spec, "report-big-trx.txt", &text, any)
+    let runs = run(spec, &mut |line| eprintln!("{line}"));
+    let (mut text, written, measured) = report(&runs, started.elapsed());
+    name_outputs(written, &mut text);
+    finish(spec, &format!("report-{name}.txt"), &text, measured)
+}
+
+fn run_big_trx(spec: &BenchSpec) -> ExitCode {
+    use super::big_trx;
+    run_scenario(spec, "big-trx", big_trx::run, |runs, took| {
+        let any = runs.iter().filter_map(|(_, r)| r.as_ref().ok()).flatten().any(|s| s.outcome.is_ok());
+        (big_trx::render(spec, runs, took), big_trx::write_outputs(spec, runs), any)
+    })
 }
 
 fn run_freshness(spec: &BenchSpec) -> ExitCode {
-    eprintln!("lockstep bench --scenario freshness: {} providers, outputs in {}", spec.providers.len(), spec.dir.display());
-    if let Err(e) = std::fs::create_dir_all(&spec.dir) {
-        eprintln!("lockstep bench: creating {}: {e}", spec.dir.display());
-        return ExitCode::FAILURE;
-    }
-    let started = Instant::now();
-    let runs = super::freshness::run(spec, &mut |line| eprintln!("{line}"));
-    let mut text = super::freshness::render(spec, &runs, started.elapsed());
-    name_outputs(super::freshness::write_outputs(spec, &runs), &mut text);
-    finish(spec, "report-freshness.txt", &text, runs.iter().any(|(_, r)| r.as_ref().is_ok_and(|l| !l.is_empty())))
+    use super::freshness;
+    run_scenario(spec, "freshness", freshness::run, |runs, took| {
+        let any = runs.iter().any(|(_, r)| r.as_ref().is_ok_and(|l| !l.is_empty()));
+        (freshness::render(spec, runs, took), freshness::write_outputs(spec, runs), any)
+    })
 }
 
 fn run_drain(spec: &BenchSpec) -> ExitCode {
-    eprintln!("lockstep bench --scenario drain: {} providers, outputs in {}", spec.providers.len(), spec.dir.display());
-    if let Err(e) = std::fs::create_dir_all(&spec.dir) {
-        eprintln!("lockstep bench: creating {}: {e}", spec.dir.display());
-        return ExitCode::FAILURE;
-    }
-    let started = Instant::now();
-    let runs = super::drain::run(spec, &mut |line| eprintln!("{line}"));
-    let mut text = super::drain::render(&runs, started.elapsed());
-    name_outputs(super::drain::write_outputs(spec, &runs), &mut text);
-    finish(spec, "report-drain.txt", &text, runs.iter().any(|(_, r)| r.is_ok()))
+    use super::drain;
+    run_scenario(spec, "drain", drain::run, |runs, took| {
+        (drain::render(runs, took), drain::write_outputs(spec, runs), runs.iter().any(|(_, r)| r.is_ok()))
+    })
 }
 
 /// Adds the chart's and the JSON's paths to the report, or says why

@@ -47,44 +47,19 @@ pub struct Figures {
 pub type ProviderFigures = (String, std::result::Result<Figures, String>);
 
 pub fn run(spec: &BenchSpec, log: &mut dyn FnMut(&str)) -> Vec<ProviderFigures> {
-    (0..spec.providers.len())
-        .map(|index| {
-            let label = spec.provider_slug(index);
-            let mut say = |text: &str| log(&format!("[{label}] {text}"));
-            let result = run_provider(spec, index, &mut say).map_err(|e| super::runner::short_reason(&e.to_string()));
-            match &result {
-                Ok(f) => say(&format!(
-                    "estimate {}, drain {:.0}/s going on, {:.0}/s stopped",
-                    f.estimate.map_or("n/a".into(), |e| format!("{e:.0}/s")),
-                    f.drain_going_on,
-                    f.drain_stopped
-                )),
-                Err(e) => say(&format!("n/a: {e}")),
-            }
-            (label, result)
-        })
-        .collect()
-}
-
-fn run_provider(spec: &BenchSpec, index: usize, say: &mut dyn FnMut(&str)) -> Result<Figures> {
-    let mut cluster_spec = spec.cluster_spec(index);
-    cluster_spec.slave_threads = 4;
-    say(&format!("starting {} nodes in {}", spec.nodes, cluster_spec.dir.display()));
-    let cluster = Cluster::up(cluster_spec)?;
-    let result = (|| {
+    super::runner::per_provider(spec, log, |index, cluster, say| {
         cluster.node(1).sql("CREATE DATABASE IF NOT EXISTS sbtest")?;
-        load(spec, &cluster, "prepare", 0).run(&spec.dir.join("drain-prepare.log"), LIMIT)?;
+        load(spec, cluster, "prepare", 0).run(&spec.dir.join("drain-prepare.log"), LIMIT)?;
         let mut samples = Samples::default();
         say("run 1: writes going on after the lock");
-        let (estimate, drain_going_on) = going_on(spec, index, &cluster, &mut samples)?;
+        let (estimate, drain_going_on) = going_on(spec, index, cluster, &mut samples)?;
         say("run 2: writes stopped before the unlock");
-        let drain_stopped = stopped(spec, index, &cluster, &mut samples)?;
+        let drain_stopped = stopped(spec, index, cluster, &mut samples)?;
         let (applied_per_second, behind) = samples.series();
+        let estimate_text = estimate.map_or("n/a".into(), |e| format!("{e:.0}/s"));
+        say(&format!("estimate {estimate_text}, drain {drain_going_on:.0}/s going on, {drain_stopped:.0}/s stopped"));
         Ok(Figures { estimate, drain_going_on, drain_stopped, applied_per_second, behind })
-    })();
-    cluster.stop_all();
-    say("cluster stopped");
-    result
+    })
 }
 
 fn load(spec: &BenchSpec, cluster: &Cluster, command: &'static str, seconds: u32) -> Invocation {

@@ -62,32 +62,14 @@ pub struct Run {
 pub type ProviderRuns = (String, std::result::Result<Vec<Run>, String>);
 
 pub fn run(spec: &BenchSpec, log: &mut dyn FnMut(&str)) -> Vec<ProviderRuns> {
-    (0..spec.providers.len())
-        .map(|index| {
-            let label = spec.provider_slug(index);
-            let mut say = |text: &str| log(&format!("[{label}] {text}"));
-            let result = run_provider(spec, index, &mut say).map_err(|e| super::runner::short_reason(&e.to_string()));
-            if let Err(e) = &result {
-                say(&format!("n/a: {e}"));
-            }
-            (label, result)
-        })
-        .collect()
-}
-
-fn run_provider(spec: &BenchSpec, index: usize, say: &mut dyn FnMut(&str)) -> Result<Vec<Run>> {
-    let mut cluster_spec = spec.cluster_spec(index);
-    cluster_spec.slave_threads = 4;
-    say(&format!("starting {} nodes in {}", spec.nodes, cluster_spec.dir.display()));
-    let cluster = Cluster::up(cluster_spec)?;
-    let result = (|| {
-        set_up(spec, &cluster)?;
+    super::runner::per_provider(spec, log, |index, cluster, say| {
+        set_up(spec, cluster)?;
         let has_bound = cluster.node(1).sql("SELECT @@wsrep_provider_options")?.concat().concat().contains("lockstep.max_lag_ms");
         let mut runs = Vec::new();
         for setting in SETTINGS.iter().filter(|s| has_bound || !s.needs_bound) {
-            apply(&cluster, setting, has_bound)?;
+            apply(cluster, setting, has_bound)?;
             say(&format!("{}: {} s per phase", setting.label, spec.time));
-            let run = run_setting(spec, index, &cluster, setting)?;
+            let run = run_setting(spec, index, cluster, setting)?;
             for p in &run.phases {
                 say(&format!(
                     "{} flush={}: writes {:.0} tps, reads p99 {:.1} ms, paused {:.0}%",
@@ -101,10 +83,7 @@ fn run_provider(spec: &BenchSpec, index: usize, say: &mut dyn FnMut(&str)) -> Re
             runs.push(run);
         }
         Ok(runs)
-    })();
-    cluster.stop_all();
-    say("cluster stopped");
-    result
+    })
 }
 
 fn set_up(spec: &BenchSpec, cluster: &Cluster) -> Result<()> {

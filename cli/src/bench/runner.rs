@@ -375,6 +375,44 @@ fn record_failure(dir: &Path, error: &Error) -> String {
     short_reason(&text)
 }
 
+/// The scenarios' frame (big-trx, freshness, drain): for each provider in
+/// turn, a fresh cluster with 4 appliers, `work` on it, the cluster
+/// stopped. Per provider, its label and what `work` gave, or why it
+/// could not run (logged as n/a).
+pub fn per_provider<T>(
+    spec: &BenchSpec,
+    log: &mut dyn FnMut(&str),
+    work: impl Fn(usize, &Cluster, &mut dyn FnMut(&str)) -> Result<T>,
+) -> Vec<(String, std::result::Result<T, String>)> {
+    (0..spec.providers.len())
+        .map(|index| {
+            let label = spec.provider_slug(index);
+            let mut say = |text: &str| log(&format!("[{label}] {text}"));
+            let result = on_cluster(spec, index, &mut say, &work).map_err(|e| short_reason(&e.to_string()));
+            if let Err(e) = &result {
+                say(&format!("n/a: {e}"));
+            }
+            (label, result)
+        })
+        .collect()
+}
+
+fn on_cluster<T>(
+    spec: &BenchSpec,
+    index: usize,
+    say: &mut dyn FnMut(&str),
+    work: &impl Fn(usize, &Cluster, &mut dyn FnMut(&str)) -> Result<T>,
+) -> Result<T> {
+    let mut cluster_spec = spec.cluster_spec(index);
+    cluster_spec.slave_threads = 4;
+    say(&format!("starting {} nodes in {}", spec.nodes, cluster_spec.dir.display()));
+    let cluster = Cluster::up(cluster_spec)?;
+    let result = work(index, &cluster, say);
+    cluster.stop_all();
+    say("cluster stopped");
+    result
+}
+
 pub fn short_reason(text: &str) -> String {
     let head = first_line(text);
     let head = head
