@@ -225,14 +225,10 @@ impl Shared {
     /// the cluster after `evs.inactive_timeout`.
     pub(super) fn watch_appliers(self: &Arc<Self>, now: Instant) {
         let committed = self.apply.last_left();
-        let progress = super::stall::Progress {
-            committed,
-            waiting: self.last_ordered.load(Ordering::SeqCst) > committed,
-            excused: self.stall_excused(),
-        };
+        let waiting = self.last_ordered.load(Ordering::SeqCst) - committed;
+        let progress = super::stall::Progress { committed, waiting: waiting > 0, excused: self.stall_excused() };
         let t = self.setting(|s| s.timeouts);
         let change = self.stall.lock().unwrap_or_else(|e| e.into_inner()).observe(progress, now, t.suspect, t.inactive);
-        let waiting = self.last_ordered.load(Ordering::SeqCst) - committed;
         match change {
             None => return,
             Some(Change::Stalled(idle)) => log::warning!(
