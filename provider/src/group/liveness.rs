@@ -43,25 +43,35 @@ impl Timeouts {
 
 #[derive(Debug, Default)]
 pub struct Liveness {
-    /// When each member (raft id) was last heard from.
+    /// When each member (raft id) was last heard from: only what it sent.
+    /// The verdicts on who stands on this node's side read it, so nothing
+    /// else may write it (a new leader that counted every member heard at
+    /// its election stayed primary by weight for a second after each one,
+    /// on a light side that re-elected every few seconds: simulator, seed
+    /// 16320).
     heard: BTreeMap<u64, Instant>,
+    /// When the eviction clock of each member started: its first sight
+    /// here (heard or listed), or this node's last election as leader, if
+    /// later.
+    clocked_from: BTreeMap<u64, Instant>,
     pub timeouts: Timeouts,
 }
 
 impl Liveness {
     pub fn new(timeouts: Timeouts) -> Liveness {
-        Liveness { heard: BTreeMap::new(), timeouts }
+        Liveness { heard: BTreeMap::new(), clocked_from: BTreeMap::new(), timeouts }
     }
 
     pub fn heard(&mut self, id: u64, now: Instant) {
         self.heard.insert(id, now);
+        self.clocked_from.entry(id).or_insert(now);
     }
 
     /// A new leader knows nothing of how long a member has been silent: it
-    /// starts every clock now, so a member is never removed before it had
-    /// a whole timeout to answer this leader.
+    /// starts every eviction clock now, so a member is never removed
+    /// before it had a whole timeout to answer this leader.
     pub fn restart(&mut self, now: Instant) {
-        for at in self.heard.values_mut() {
+        for at in self.clocked_from.values_mut() {
             *at = now;
         }
     }
@@ -71,13 +81,15 @@ impl Liveness {
     /// their clock now; members no longer listed are forgotten.
     pub fn overdue(&mut self, members: &[u64], now: Instant) -> Option<(u64, Duration)> {
         self.heard.retain(|id, _| members.contains(id));
+        self.clocked_from.retain(|id, _| members.contains(id));
         for id in members {
-            self.heard.entry(*id).or_insert(now);
+            self.clocked_from.entry(*id).or_insert(now);
         }
         let limit = self.timeouts.evict_after();
-        self.heard
+        let silent_since = |id: &u64, from: &Instant| self.heard.get(id).map_or(*from, |at| (*at).max(*from));
+        self.clocked_from
             .iter()
-            .map(|(id, at)| (*id, now.saturating_duration_since(*at)))
+            .map(|(id, from)| (*id, now.saturating_duration_since(silent_since(id, from))))
             .filter(|(_, silent)| *silent >= limit)
             .max_by_key(|(id, silent)| (*silent, std::cmp::Reverse(*id)))
     }
@@ -143,6 +155,16 @@ mod tests {
         l.restart(t0 + ms(10_000));
         assert_eq!(l.overdue(&[2], t0 + ms(14_000)), None);
         assert!(l.overdue(&[2], t0 + ms(15_000)).is_some());
+    }
+
+    #[test]
+    fn a_new_leader_does_not_hear_a_member_it_restarted_the_clock_of() {
+        let (mut l, t0) = (liveness(), Instant::now());
+        l.heard(2, t0);
+        assert_eq!(l.overdue(&[2], t0), None);
+        l.restart(t0 + ms(10_000));
+        assert!(!l.heard_within(2, t0 + ms(10_000), ms(1000)), "the weighted verdict must not count it");
+        assert!(!l.is_recent(2, t0 + ms(10_000)));
     }
 
     #[test]
