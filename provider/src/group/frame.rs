@@ -13,6 +13,7 @@ use raft::prelude::Message;
 
 use super::entry::{decode_member, encode_member, MemberInfo};
 use super::flow_control::Signal;
+use super::state::Component;
 use super::weights::CommitNotice;
 use crate::gtid::{Seqno, Uuid};
 use crate::wire::{Reader, WireError};
@@ -97,6 +98,10 @@ impl Frame {
                 out.extend_from_slice(&n.term.to_le_bytes());
                 out.extend_from_slice(&n.index.to_le_bytes());
                 out.push(n.primary as u8);
+                if let Some(c) = n.component {
+                    out.extend_from_slice(&c.former.0);
+                    out.extend_from_slice(&c.from.to_le_bytes());
+                }
                 KIND_COMMIT
             }
         };
@@ -153,7 +158,12 @@ fn decode_commit(r: &mut Reader<'_>) -> Result<Frame, WireError> {
         1 => true,
         t => return Err(WireError::Tag(t)),
     };
-    Ok(Frame::Commit(CommitNotice { term, index, primary }))
+    // Older members send no component.
+    let component = match r.remaining() {
+        0 => None,
+        _ => Some(Component { former: r.uuid()?, from: r.u64()? as Seqno }),
+    };
+    Ok(Frame::Commit(CommitNotice { term, index, primary, component }))
 }
 
 /// One of each frame, for the tests and the decoders' fuzzing.
@@ -172,7 +182,8 @@ pub(crate) fn every_frame() -> Vec<Frame> {
         Frame::Flow(Signal::Cont),
         Frame::Left { member: Uuid([4; 16]), index: 4242 },
         Frame::Probe,
-        Frame::Commit(CommitNotice { term: 3, index: 99, primary: true }),
+        Frame::Commit(CommitNotice { term: 3, index: 99, primary: true, component: None }),
+        Frame::Commit(CommitNotice { term: 3, index: 99, primary: false, component: Some(Component { former: Uuid([5; 16]), from: 943 }) }),
     ]
 }
 
@@ -197,8 +208,11 @@ mod tests {
             assert!(Frame::decode(kind, &longer).is_err(), "{:?} with a byte more", f);
             for len in 0..payload.len() {
                 if let Ok(cut) = Frame::decode(kind, &payload[..len]) {
-                    // A join without its tail, a notice without its index.
-                    assert!(matches!(cut, Frame::Join { .. } | Frame::Left { index: 0, .. }), "{:?} cut to {}", cut, len);
+                    // A join without its tail, a notice without its index,
+                    // a commit notice without its component: what older
+                    // members send.
+                    let older = matches!(cut, Frame::Commit(CommitNotice { component: None, .. })) && len == 17;
+                    assert!(older || matches!(cut, Frame::Join { .. } | Frame::Left { index: 0, .. }), "{:?} cut to {}", cut, len);
                 }
             }
         }

@@ -142,12 +142,27 @@ pub enum GroupEvent {
     Halted { index: u64 },
 }
 
+/// A primary component's identity: who bootstrapped it (or formed it again
+/// alone, `reform`) and at which seqno. No member bootstraps twice at one
+/// seqno, since the bootstrap's view consumes the next one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Component {
+    pub former: Uuid,
+    pub from: Seqno,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupState {
     me: Uuid,
     history: Uuid,
     seqno: Seqno,
     conf_id: i64,
+    /// Which component this state belongs to: the member that bootstrapped
+    /// it and the seqno it started from (None: not known, a snapshot from
+    /// an older build). A reform starts a new Raft group that reuses member
+    /// ids, indexes and term numbers, so this is what tells its messages
+    /// from the old group's.
+    component: Option<Component>,
     members: Vec<Member>,
     /// Highest fenced token per origin.
     fenced: BTreeMap<Uuid, u64>,
@@ -158,7 +173,7 @@ pub struct GroupState {
 
 impl GroupState {
     pub fn new(me: Uuid) -> GroupState {
-        GroupState { me, history: Uuid::NIL, seqno: -1, conf_id: 0, members: Vec::new(), fenced: BTreeMap::new(), assembling: Assemblies::default() }
+        GroupState { me, history: Uuid::NIL, seqno: -1, conf_id: 0, component: None, members: Vec::new(), fenced: BTreeMap::new(), assembling: Assemblies::default() }
     }
 
     /// Whether a snapshot may be taken now: not while a writeset is half
@@ -182,6 +197,10 @@ impl GroupState {
 
     pub fn history(&self) -> Uuid {
         self.history
+    }
+
+    pub fn component(&self) -> Option<Component> {
+        self.component
     }
 
     /// Last seqno assigned.
@@ -285,6 +304,7 @@ impl GroupState {
         }
         self.history = history;
         self.seqno = position.max(0);
+        self.component = Some(Component { former: member.id, from: position });
         self.members = vec![Member { info: member, state: MemberState::Synced, desync_count: 0, voter: true, weight: weights::DEFAULT }];
         self.primary_view(out);
         let m = &self.members[0];

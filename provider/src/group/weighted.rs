@@ -99,13 +99,24 @@ impl Driver {
     /// equal weights now, Raft's commit index is the weighted one).
     fn broadcast_commit_notice(&self, term: u64, primary: bool) {
         let index = self.incarnation.gate.open_to().unwrap_or(self.incarnation.raw.raft.raft_log.committed);
-        self.send_frame(self.peers.iter().copied(), &Frame::Commit(CommitNotice { term, index, primary }));
+        let component = self.state.component();
+        self.send_frame(self.peers.iter().copied(), &Frame::Commit(CommitNotice { term, index, primary, component }));
     }
 
     /// A member's notice: the index is a fact about committed entries
-    /// (the same on every member), whoever sends it; the verdict counts
-    /// only from the current leader.
+    /// (the same on every member of one component), whoever sends it; the
+    /// verdict counts only from the current leader.
+    ///
+    /// Not across components: after a heavy member reformed alone, the
+    /// light members it left may still list it, and a light member that
+    /// rejoins may take in the old group's log from one of them while the
+    /// heavy one lists it too. The heavy one's index then opened the gate
+    /// on the old group's entries, delivered at seqnos the new component
+    /// had given to others (simulator, seed 4587 with lag reports).
     pub(super) fn on_commit_notice(&mut self, from: u64, n: CommitNotice) {
+        if !n.about(self.state.component()) {
+            return log::debug!("ignoring a commit notice from {:x}: it is about another component's log", from);
+        }
         // The current leader counts even if this member's applied state
         // does not list it yet: a joiner whose gate holds the entry that
         // added the leader would otherwise wait for it forever (the

@@ -150,6 +150,21 @@ pub struct CommitNotice {
     pub index: u64,
     /// Whether the leader hears members weighing more than half.
     pub primary: bool,
+    /// The sender's component (None from an older build, or not known):
+    /// an index means nothing in another component's log.
+    pub component: Option<super::state::Component>,
+}
+
+impl CommitNotice {
+    /// Whether this notice is about the log of component `ours`: both
+    /// known and different means another group's log (a member of the
+    /// group a heavy member left by reforming, or the reformed one).
+    pub fn about(&self, ours: Option<super::state::Component>) -> bool {
+        match (self.component, ours) {
+            (Some(theirs), Some(ours)) => theirs == ours,
+            _ => true,
+        }
+    }
 }
 
 /// Committed entries on their way to delivery, waiting for the weighted
@@ -272,6 +287,19 @@ mod tests {
 
     fn entries(range: std::ops::RangeInclusive<u64>) -> Vec<RaftEntry> {
         range.map(|index| RaftEntry { index, ..Default::default() }).collect()
+    }
+
+    #[test]
+    fn a_commit_notice_counts_only_in_its_own_component() {
+        use super::super::state::Component;
+        use crate::gtid::Uuid;
+        let (old, reformed) = (Component { former: Uuid([1; 16]), from: 0 }, Component { former: Uuid([1; 16]), from: 943 });
+        let notice = |component| CommitNotice { term: 3, index: 1374, primary: true, component };
+        assert!(notice(Some(old)).about(Some(old)));
+        assert!(!notice(Some(reformed)).about(Some(old)), "the reformed group's index is not about the old log");
+        assert!(!notice(Some(old)).about(Some(reformed)));
+        assert!(notice(None).about(Some(old)), "an older member sends none: counted as before");
+        assert!(notice(Some(old)).about(None));
     }
 
     #[test]

@@ -3,15 +3,20 @@
 //! ```text
 //! version u8 (1) | history 16 | seqno i64 | conf_id i64 | member count u32
 //! | (member | state u8 | desync u32 | voter u8 | weight u32)* | fenced count u32 | (uuid 16 | token u64)*
+//! | known u8 | (former 16 | from i64 if known)
 //! ```
+//!
+//! Version 3 added the component (optional: a state bootstrapped before it
+//! existed has none). Version 2 snapshots still restore.
 
 use super::{GroupState, Member, MemberState};
 use crate::group::entry::{decode_member, encode_member};
 use crate::wire::{Reader, WireError};
 use crate::gtid::Uuid;
 
-// 2: members carry their weight.
-const VERSION: u8 = 2;
+// 2: members carry their weight. 3: the component.
+const VERSION: u8 = 3;
+const OLDEST: u8 = 2;
 
 fn state_byte(s: MemberState) -> u8 {
     match s {
@@ -52,14 +57,20 @@ impl GroupState {
             out.extend_from_slice(&origin.0);
             out.extend_from_slice(&token.to_le_bytes());
         }
+        out.push(self.component.is_some() as u8);
+        if let Some(c) = self.component {
+            out.extend_from_slice(&c.former.0);
+            out.extend_from_slice(&c.from.to_le_bytes());
+        }
         out
     }
 
     /// The state a snapshot carries, seen from member `me`.
     pub fn decode(me: Uuid, buf: &[u8]) -> Result<GroupState, WireError> {
         let mut r = Reader::new(buf);
-        if r.u8()? != VERSION {
-            return Err(WireError::Version(buf[0]));
+        let version = r.u8()?;
+        if !(OLDEST..=VERSION).contains(&version) {
+            return Err(WireError::Version(version));
         }
         let mut g = GroupState::new(me);
         g.history = r.uuid()?;
@@ -76,6 +87,9 @@ impl GroupState {
         for _ in 0..r.u32()? {
             let origin = r.uuid()?;
             g.fenced.insert(origin, r.u64()?);
+        }
+        if version >= 3 && r.u8()? != 0 {
+            g.component = Some(super::Component { former: r.uuid()?, from: r.u64()? as i64 });
         }
         r.end()?;
         Ok(g)

@@ -150,6 +150,25 @@ fn snapshot_round_trips_and_refuses_truncation() {
 }
 
 #[test]
+fn a_reform_is_a_new_component_and_snapshots_carry_it() {
+    let (a, b) = (Uuid::random(), Uuid::random());
+    let mut g = boot(a, 41);
+    let first = g.component().expect("a bootstrap names its component");
+    membership(&mut g, Membership::Add { member: member(b, "node2") });
+    g.reform();
+    let (history, position) = (g.history(), g.seqno());
+    membership(&mut g, Membership::Bootstrap { history, position, member: member(a, "node1") });
+    let second = g.component().unwrap();
+    assert_ne!(first, second, "the group a reform left must be told apart from the new one");
+    assert_eq!(GroupState::decode(a, &g.encode()).unwrap().component(), Some(second));
+    // A version 2 snapshot (before components) restores, without one.
+    let mut old = boot(a, 41).encode();
+    old.truncate(old.len() - 25);
+    old[0] = 2;
+    assert_eq!(GroupState::decode(a, &old).unwrap().component(), None);
+}
+
+#[test]
 fn a_rejoin_after_a_non_primary_spell_is_a_new_primary_view_and_restates_the_member() {
     let me = Uuid::random();
     let mut g = boot(me, 10);
