@@ -196,6 +196,10 @@ pub(crate) struct Driver {
     /// incarnation up to its removal at this index: what those entries say
     /// of it is history, not its new join (see `drop_stale`).
     pub(super) stale_until: u64,
+    /// What this member's previous incarnation knew committed, or its
+    /// removal if later (0: never removed): the raft node answers vote
+    /// requests only once its log reaches it (see `step::admit`).
+    pub(super) vote_floor: u64,
     /// Index of the entry (or snapshot) being applied.
     pub(super) applying: u64,
     /// The log removed this member (evicted) at this index while it
@@ -294,6 +298,7 @@ impl Driver {
             last_peers,
             removed_members: Default::default(),
             stale_until: 0,
+            vote_floor: 0,
             applying: 0,
             removed_at: None,
             sequence: Default::default(),
@@ -530,7 +535,9 @@ impl Driver {
                     return log::debug!("dropping a {:?} from {:x}: not a member of this group", m.get_msg_type(), from);
                 }
                 let log = &self.incarnation.raw.raft.raft_log;
-                let m = super::step::admit(m, log.last_index(), log.committed);
+                let Some(m) = super::step::admit(m, log.last_index(), log.committed, self.vote_floor) else {
+                    return log::debug!("not answering a vote request from {:x}: this log is short of its previous incarnation's ({} < {})", from, log.last_index(), self.vote_floor);
+                };
                 let _ = self.incarnation.raw.step(m);
             }
             Frame::Join { member, previous } => self.on_join_request(member, previous),

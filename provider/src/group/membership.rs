@@ -322,6 +322,7 @@ impl Driver {
         self.flush_events();
         self.rejoin();
         self.stale_until = index;
+        self.vote_floor = self.vote_floor.max(index);
     }
 
     /// Joins the group again as a fresh learner at the members' addresses
@@ -331,6 +332,12 @@ impl Driver {
         let me = self.me.id;
         let peers: Vec<String> = self.state.members().iter().filter(|m| m.info.id != me && !m.info.address.is_empty()).map(|m| m.info.address.clone()).collect();
         let peers = if peers.is_empty() { self.last_peers.clone() } else { peers };
+        // Committed, not the log's end: entries past what it knew committed
+        // may never be (a leader cut off appends alone), and a floor past
+        // anything the group will commit soon would keep it from voting
+        // while an idle group needs its vote to elect a leader.
+        let committed = self.incarnation.raw.raft.raft_log.committed.max(self.applying);
+        self.vote_floor = self.vote_floor.max(committed);
         match super::driver::raft_node_with(&self.raft_config, vec![]) {
             Ok(raw) => self.incarnation = self.incarnation.next(raw),
             Err(e) => return log::error!("cannot restart the raft node to rejoin: {}", e),
