@@ -56,14 +56,28 @@ impl Driver {
         self.flush_events();
     }
 
-    /// The leader's part, after every `Ready` and tick: the highest index
-    /// voters weighing more than half hold (and Raft committed).
+    /// After every `Ready` and tick. The leader's part: the highest index
+    /// voters weighing more than half hold (and Raft committed). A
+    /// follower that weighs more than half with its leader needs no
+    /// notice (see `weights::decides_with_leader`): a leader that died
+    /// before its notice arrived left the follower's gate holding a
+    /// committed configuration change, raft-rs refuses to campaign while
+    /// one is unapplied, and the one member that could still vote would
+    /// not vote for a shorter log, so no leader was ever elected again
+    /// (simulator, seed 5557 with lag reports).
     pub(super) fn advance_weighted_commit(&mut self) {
-        if !self.incarnation.gate.is_active() || self.incarnation.raw.raft.state != StateRole::Leader {
+        if !self.incarnation.gate.is_active() {
             return;
         }
-        let prs = self.incarnation.raw.raft.prs();
-        let index = weights::commit_index(&self.state, |id| prs.get(id).map_or(0, |p| p.matched), self.incarnation.raw.raft.raft_log.committed);
+        let raft = &self.incarnation.raw.raft;
+        let index = match raft.state {
+            StateRole::Leader => {
+                let prs = raft.prs();
+                weights::commit_index(&self.state, |id| prs.get(id).map_or(0, |p| p.matched), raft.raft_log.committed)
+            }
+            StateRole::Follower if raft.leader_id != raft::INVALID_ID && weights::decides_with_leader(&self.state, self.me.id, raft.leader_id) => raft.raft_log.committed,
+            _ => return,
+        };
         self.open_gate(index);
     }
 

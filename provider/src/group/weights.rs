@@ -142,6 +142,16 @@ pub fn decides_alone(state: &GroupState, member: super::super::gtid::Uuid) -> bo
     state.weighted() && voters_standing(state, |m| m.info.id == member) == Standing::Majority
 }
 
+/// Whether voter `member` and the voter its raft node follows (`leader`,
+/// a raft id) weigh more than half together. Then what it knows committed
+/// is weighted-committed: a committed entry is in its log and in its
+/// leader's (a leader holds every entry committed before its term, and
+/// the follower commits only entries it matched with that leader), and
+/// any member that alone weighs more than half is one of the two.
+pub fn decides_with_leader(state: &GroupState, member: super::super::gtid::Uuid, leader: u64) -> bool {
+    state.weighted() && voters_standing(state, |m| m.info.id == member || m.info.id.raft_id() == leader) == Standing::Majority
+}
+
 /// What the leader tells the members every tick while weights differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CommitNotice {
@@ -370,6 +380,19 @@ mod tests {
         assert!(!decides_alone(&g, ids[1]));
         g.apply_membership(crate::group::entry::Membership::Promote { member: ids[2] }, &mut Vec::new());
         assert!(!decides_alone(&g, ids[0]), "2 of 4 once the joiner votes");
+    }
+
+    /// Seed 5557's view (see `decides_with_leader`): weights 2, 2, 1.
+    #[test]
+    fn a_follower_and_its_leader_weighing_more_than_half_decide_together() {
+        let (ids, mut g) = group_of(3, 2);
+        weigh(&mut g, ids[0], 2);
+        weigh(&mut g, ids[1], 2);
+        assert!(decides_with_leader(&g, ids[0], ids[1].raft_id()), "4 of 5");
+        assert!(decides_with_leader(&g, ids[2], ids[0].raft_id()), "2 + 1 of 5");
+        weigh(&mut g, ids[1], 1);
+        assert!(!decides_with_leader(&g, ids[1], ids[2].raft_id()), "the two light voters of weights 2, 1, 1");
+        assert!(decides_with_leader(&g, ids[1], ids[0].raft_id()), "3 of 4 with the heavy one");
     }
 
     #[test]
