@@ -2,7 +2,8 @@
 //! whose appliers hang (a stuck disk) while its group links stay up stops
 //! the others' writers for at most `evs.suspect_timeout`, then leaves the
 //! cluster after `evs.inactive_timeout`. Galera's writers wait for as long
-//! as the hang lasts.
+//! as the hang lasts. Meanwhile every member shows the stalest member's
+//! lag (`wsrep_cluster_apply_lag_ms`).
 
 mod common;
 
@@ -98,6 +99,8 @@ fn a_member_whose_appliers_hang_stops_the_writers_for_at_most_suspect_timeout() 
 
     n2.sql("SET GLOBAL wsrep_provider_options = 'lockstep.debug_hang_appliers=yes'").unwrap();
     let hung = Instant::now();
+    // Every member sees how stale the stalest one is.
+    n1.wait_until("node 2's lag seen on node 1", SUSPECT, |s| s.int("wsrep_cluster_apply_lag_ms") >= Some(1000)).unwrap();
     n2.wait_until("node 2 stalled", SUSPECT + SLACK * 2, |s| s.get("wsrep_apply_stalled") == Some("ON")).unwrap();
     let at_stall = writers.commits.load(Ordering::Relaxed);
     n1.wait_until("writers going on", SLACK * 2, |_| writers.commits.load(Ordering::Relaxed) > at_stall + 100).unwrap();

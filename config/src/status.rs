@@ -113,6 +113,7 @@ status_vars! {
     ApplyCapacity = "apply_capacity", Double, "lockstep: write sets per second this node's appliers could apply now, estimated over the last 10 s of applying (0: too few applied to say)";
     ApplyCapacityUsed = "apply_capacity_used", Double, "lockstep: the share of apply_capacity in use, 0.0 to 1.0";
     ApplyLagMs = "apply_lag_ms", Int64, "lockstep: how long the oldest write set ordered but not yet committed on this node has waited, in ms (0: none waits)";
+    ClusterApplyLagMs = "cluster_apply_lag_ms", Int64, "lockstep: the largest apply_lag_ms among the members, as each reports it every 250 ms (reports older than 2 s left out)";
     ApplyStalled = "apply_stalled", String, "lockstep: ON while this node's appliers have committed nothing for evs.suspect_timeout with write sets waiting and nothing pausing them: it no longer counts for flow control, and leaves the cluster after evs.inactive_timeout";
 }
 

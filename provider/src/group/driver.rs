@@ -43,6 +43,10 @@ pub trait Delivery: Send + 'static {
     /// Called on every tick of the group thread, events or not; the same
     /// rule as `deliver` (no blocking).
     fn tick(&mut self) {}
+    /// This member's apply lag in ms, for the others (`cluster_lag`).
+    fn apply_lag_ms(&mut self) -> u32 {
+        0
+    }
 }
 
 pub(crate) enum Command {
@@ -169,6 +173,7 @@ pub(crate) struct Driver {
     owed_fence: Option<u64>,
     snapshots: super::snapshot_watch::SnapshotWatch,
     fc: FlowControl,
+    cluster_lag: super::cluster_lag::ClusterLag,
     flow: Arc<FlowGate>,
     /// Members the transport is asked to keep links to.
     pub(super) peers: std::collections::BTreeSet<u64>,
@@ -285,6 +290,7 @@ impl Driver {
             owed_fence: None,
             snapshots: Default::default(),
             fc: FlowControl::default(),
+            cluster_lag: Default::default(),
             flow,
             peers: Default::default(),
             departed: Vec::new(),
@@ -545,6 +551,11 @@ impl Driver {
             Frame::Commit(notice) => self.on_commit_notice(from, notice),
             Frame::Left { member, index } if member == self.me.id => self.on_removed_notice(index),
             Frame::Left { .. } => {}
+            Frame::Lag(ms) => {
+                if self.state.members().iter().any(|m| m.info.id.raft_id() == from) {
+                    self.cluster_lag.on_report(from, ms, self.clock.now());
+                }
+            }
             Frame::Flow(signal) => {
                 // Only members may pause the group.
                 if self.state.members().iter().any(|m| m.info.id.raft_id() == from) {
@@ -595,6 +606,20 @@ impl Driver {
         }
         self.publish_flow();
         self.delivery.tick();
+        self.report_lag(now);
+    }
+
+    /// Sends this member's apply lag to the others when due, and
+    /// publishes the cluster's worst.
+    fn report_lag(&mut self, now: Instant) {
+        if self.cluster_lag.due(now) {
+            let ms = self.delivery.apply_lag_ms();
+            let me = self.me.id.raft_id();
+            self.cluster_lag.on_report(me, ms, now);
+            let others = self.state.members().iter().filter(|m| m.info.id != self.me.id).map(|m| m.info.id.raft_id());
+            self.send_frame(others, &Frame::Lag(ms));
+        }
+        self.flow.publish_lag(self.cluster_lag.worst(now));
     }
 
     fn broadcast_flow(&self, signal: Signal) {
@@ -788,6 +813,7 @@ impl Driver {
                 self.refresh_peers();
                 let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
                 self.fc.retain_members(&ids);
+                self.cluster_lag.retain_members(&ids);
                 self.publish_flow();
                 if me_out && matches!(self.phase, Phase::Leaving(_)) {
                     // The leave is done: what the group orders after it

@@ -26,6 +26,7 @@ const KIND_LEFT: u8 = 4;
 // (`transfer::channel`, protocol 2).
 const KIND_PROBE: u8 = 6;
 const KIND_COMMIT: u8 = 7;
+const KIND_LAG: u8 = 8;
 
 #[derive(Debug, PartialEq)]
 pub(crate) enum Frame {
@@ -45,6 +46,8 @@ pub(crate) enum Frame {
     /// The leader's weighted commit index and quorum verdict, while
     /// weights differ (see `weighted`).
     Commit(CommitNotice),
+    /// This member's apply lag in ms (see `cluster_lag`).
+    Lag(u32),
 }
 
 #[derive(Debug, PartialEq)]
@@ -94,6 +97,10 @@ impl Frame {
                 KIND_LEFT
             }
             Frame::Probe => KIND_PROBE,
+            Frame::Lag(ms) => {
+                out.extend_from_slice(&ms.to_le_bytes());
+                KIND_LAG
+            }
             Frame::Commit(n) => {
                 out.extend_from_slice(&n.term.to_le_bytes());
                 out.extend_from_slice(&n.index.to_le_bytes());
@@ -122,6 +129,7 @@ impl Frame {
             KIND_LEFT => decode_left(&mut r).map_err(|e| FrameError::Malformed("removal notice", e))?,
             KIND_PROBE => Frame::Probe,
             KIND_COMMIT => decode_commit(&mut r).map_err(|e| FrameError::Malformed("commit notice", e))?,
+            KIND_LAG => Frame::Lag(r.u32().map_err(|e| FrameError::Malformed("lag report", e))?),
             k => return Err(FrameError::Kind(k)),
         };
         r.end().map_err(|e| FrameError::Malformed("group frame", e))?;
@@ -184,6 +192,7 @@ pub(crate) fn every_frame() -> Vec<Frame> {
         Frame::Probe,
         Frame::Commit(CommitNotice { term: 3, index: 99, primary: true, component: None }),
         Frame::Commit(CommitNotice { term: 3, index: 99, primary: false, component: Some(Component { former: Uuid([5; 16]), from: 943 }) }),
+        Frame::Lag(1234),
     ]
 }
 

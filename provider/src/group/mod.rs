@@ -13,6 +13,7 @@ mod incarnation;
 pub mod entry;
 pub mod io;
 pub mod flow_control;
+mod cluster_lag;
 pub(crate) mod frame;
 pub mod liveness;
 mod load;
@@ -127,6 +128,8 @@ pub(crate) struct FlowGate {
 
 #[derive(Default, Clone, Copy)]
 struct FlowState {
+    /// The cluster's worst apply lag, ms (see `cluster_lag`).
+    worst_lag_ms: u32,
     paused: bool,
     since: Option<Instant>,
     /// Time paused before `since` (and since the last reset).
@@ -169,6 +172,10 @@ impl FlowGate {
         if !paused {
             self.cv.notify_all();
         }
+    }
+
+    pub(super) fn publish_lag(&self, worst_ms: u32) {
+        self.lock().worst_lag_ms = worst_ms;
     }
 
     /// Whether writers must wait now (the simulator's clients do not).
@@ -352,6 +359,12 @@ impl Group {
 
     pub fn wake_flow_waiters(&self) {
         self.flow.wake();
+    }
+
+    /// `wsrep_cluster_apply_lag_ms`: the largest apply lag the members
+    /// reported in the last seconds.
+    pub fn cluster_apply_lag_ms(&self) -> u32 {
+        self.flow.lock().worst_lag_ms
     }
 
     pub fn flow_stats(&self) -> FlowStats {

@@ -100,6 +100,10 @@ impl Delivery for NodeDelivery {
         self.0.watch_appliers(std::time::Instant::now());
     }
 
+    fn apply_lag_ms(&mut self) -> u32 {
+        self.0.apply_lag().as_millis().min(u32::MAX as u128) as u32
+    }
+
     fn snapshot(&mut self) -> Vec<u8> {
         self.0.cert.lock().unwrap_or_else(|e| e.into_inner()).encode()
     }
@@ -421,6 +425,13 @@ impl Shared {
     pub(super) fn apply_lag(&self) -> std::time::Duration {
         let committed = self.apply.last_left();
         self.lag.age(committed, self.last_ordered.load(Ordering::SeqCst), std::time::Instant::now())
+    }
+
+    /// `wsrep_cluster_apply_lag_ms`: the worst the members reported, this
+    /// node's own lag as of now included.
+    pub(super) fn cluster_apply_lag_ms(&self) -> i64 {
+        let own = self.apply_lag().as_millis() as i64;
+        self.group().map_or(own, |g| own.max(g.cluster_apply_lag_ms() as i64))
     }
 
     /// The upper limit while a big writeset applies here, and after it

@@ -121,6 +121,7 @@ impl Shared {
             (V::ApplyCapacity, Double(capacity.capacity)),
             (V::ApplyCapacityUsed, Double(capacity.used)),
             (V::ApplyLagMs, Int(self.apply_lag().as_millis() as i64)),
+            (V::ClusterApplyLagMs, Int(self.cluster_apply_lag_ms())),
             (V::ApplyStalled, Str(if self.apply_stalled.load(std::sync::atomic::Ordering::SeqCst) { "ON" } else { "OFF" }.into())),
         ]
     }
