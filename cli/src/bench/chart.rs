@@ -32,20 +32,26 @@ const COLORS: [RGBColor; 6] = [
 /// Draws `panels` under `title`; `marks` are times drawn as vertical
 /// lines in every panel (a phase change).
 pub fn time_series(path: &Path, title: &str, panels: &[Panel], marks: &[f64]) -> Result<()> {
+    lines(path, title, "seconds", panels, marks)
+}
+
+/// Draws `panels` under `title` over an x axis named `x_label`; `marks`
+/// are x values drawn as vertical lines in every panel.
+pub fn lines(path: &Path, title: &str, x_label: &str, panels: &[Panel], marks: &[f64]) -> Result<()> {
     let height = 60 + 320 * panels.len() as u32;
     let root = SVGBackend::new(path, (960, height)).into_drawing_area();
     let failed = |e: &dyn std::fmt::Display| Error::msg(format!("drawing {}: {e}", path.display()));
     root.fill(&WHITE).map_err(|e| failed(&e))?;
     let root = root.titled(title, ("sans-serif", 22)).map_err(|e| failed(&e))?;
     for (area, panel) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
-        draw_panel(area, panel, marks).map_err(|e| failed(&e))?;
+        draw_panel(area, panel, x_label, marks).map_err(|e| failed(&e))?;
     }
     root.present().map_err(|e| failed(&e))
 }
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
-fn draw_panel(area: &Area<'_>, panel: &Panel, marks: &[f64]) -> std::result::Result<(), Box<dyn std::error::Error>> {
+fn draw_panel(area: &Area<'_>, panel: &Panel, x_label: &str, marks: &[f64]) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let points = || panel.series.iter().flat_map(|s| s.points.iter());
     // Time may start before 0 (seconds before the event a scenario marks).
     let x_min = points().map(|p| p.0).fold(0.0, f64::min);
@@ -56,7 +62,7 @@ fn draw_panel(area: &Area<'_>, panel: &Panel, marks: &[f64]) -> std::result::Res
         .x_label_area_size(36)
         .y_label_area_size(70)
         .build_cartesian_2d(x_min..x_max, 0.0..y_max)?;
-    chart.configure_mesh().x_desc("seconds").y_desc(panel.y_label.as_str()).draw()?;
+    chart.configure_mesh().x_desc(x_label).y_desc(panel.y_label.as_str()).draw()?;
     for &x in marks {
         chart.draw_series(LineSeries::new([(x, 0.0), (x, y_max)], BLACK.mix(0.4)))?;
     }

@@ -37,7 +37,23 @@ options (lists are comma-separated):
   --provider-option K=V wsrep_provider_options entry for every node (repeatable)
   --wan-delay-ms D      put the last node D ms away (one way) behind a
                         user-space proxy on its group links
-  --scenario S          cells (the sysbench matrix above, the default) or
+  --scenario S          lan (or cells): the sysbench matrix above, the
+                        default; with --repeat N above 1, N times on fresh
+                        clusters, averaged, with lan.json and lan.svg.
+                        wan: oltp_update_index on node 1 at 1, 4, 16 and
+                        64 threads, the last node near (0 ms through the
+                        delay proxy) then --wan-delay-ms away (default
+                        100); tps and p95 per setting, far over near per
+                        provider, and lockstep over Galera when far;
+                        writes wan.json and wan.svg (against threads).
+                        slow-node: oltp_read_write and oltp_update_index
+                        on node 1 at 16 and 64 threads, the last node near,
+                        --wan-delay-ms away (default 7), and that far with
+                        evs.send_window and evs.user_send_window at 512;
+                        writes slow-node.json and slow-node.svg.
+                        Give wan and slow-node first: they set the tests,
+                        threads, targets and delay, which later options
+                        override.
                         big-trx: on a 2-node cluster (4 appliers), one
                         UPDATE of --rows rows on node 1 under sysbench
                         oltp_update_index (the first --threads value, 8)
@@ -63,6 +79,7 @@ options (lists are comma-separated):
                         going on, and again with writes stopped, beside
                         its wsrep_apply_capacity read under load; writes
                         drain.json and drain.svg in --dir
+  --repeat N            lan: runs of the matrix (default 1)
   --rows N              big-trx: rows of the big table (default 500000)
   --fragments LIST      big-trx: wsrep_trx_fragment_size values in bytes, 0
                         for no streaming (default 0,10000,100000,1000000)
@@ -144,6 +161,14 @@ fn run_drain(spec: &BenchSpec) -> ExitCode {
     })
 }
 
+fn run_sweep(spec: &BenchSpec) -> ExitCode {
+    use super::sweep;
+    run_scenario(spec, sweep::name(spec), sweep::run, |runs, took| {
+        let any = runs.iter().flat_map(|r| &r.runs).flat_map(|r| &r.cells).any(|c| matches!(c, runner::CellOutcome::Measured { .. }));
+        (sweep::render(spec, runs, took), sweep::write_outputs(spec, runs), any)
+    })
+}
+
 /// Adds the chart's and the JSON's paths to the report, or says why
 /// they are missing.
 fn name_outputs(written: crate::cluster::Result<Vec<PathBuf>>, text: &mut String) {
@@ -173,6 +198,8 @@ fn run(spec: &BenchSpec) -> ExitCode {
         super::plan::Scenario::Drain => return run_drain(spec),
         super::plan::Scenario::BigTrx => return run_big_trx(spec),
         super::plan::Scenario::Freshness => return run_freshness(spec),
+        super::plan::Scenario::Wan | super::plan::Scenario::SlowNode => return run_sweep(spec),
+        super::plan::Scenario::Cells if spec.repeat > 1 => return run_sweep(spec),
         super::plan::Scenario::Cells => {}
     }
     eprintln!(
@@ -281,15 +308,35 @@ fn apply(spec: &mut BenchSpec, flag: &str, value: &str) -> Result<(), String> {
         "--wan-delay-ms" => spec.wan_delay_ms = Some(number(flag, value)?),
         "--scenario" => {
             spec.scenario = super::plan::Scenario::parse(value)?;
-            if spec.scenario == super::plan::Scenario::BigTrx {
-                spec.nodes = 2;
-            }
+            scenario_defaults(spec);
         }
+        "--repeat" => spec.repeat = number(flag, value)?,
         "--rows" => spec.rows = number(flag, value)?,
         "--fragments" => spec.fragments = list(flag, value, |f| number(flag, f))?,
         _ => return Err(format!("unknown option {flag}")),
     }
     Ok(())
+}
+
+/// What a scenario runs unless later options say otherwise.
+fn scenario_defaults(spec: &mut BenchSpec) {
+    use super::plan::Scenario;
+    match spec.scenario {
+        Scenario::BigTrx => spec.nodes = 2,
+        Scenario::Wan => {
+            spec.tests = vec!["oltp_update_index".into()];
+            spec.threads = vec![1, 4, 16, 64];
+            spec.targets = vec![Target::Node(1)];
+            spec.wan_delay_ms = Some(100);
+        }
+        Scenario::SlowNode => {
+            spec.tests = vec!["oltp_read_write".into(), "oltp_update_index".into()];
+            spec.threads = vec![16, 64];
+            spec.targets = vec![Target::Node(1)];
+            spec.wan_delay_ms = Some(7);
+        }
+        _ => {}
+    }
 }
 
 fn list<T>(
@@ -369,7 +416,21 @@ mod tests {
         assert_eq!(spec.scenario, super::super::plan::Scenario::BigTrx);
         assert_eq!((spec.nodes, spec.rows), (2, 1000));
         assert_eq!(spec.fragments, [0, 10_000]);
-        assert_eq!(parse(&args("--scenario huge")).unwrap_err(), "scenario must be cells, big-trx, freshness or drain, not \"huge\"");
+        assert_eq!(parse(&args("--scenario huge")).unwrap_err(), "scenario must be lan (or cells), wan, slow-node, big-trx, freshness or drain, not \"huge\"");
+    }
+
+    #[test]
+    fn wan_and_slow_node_set_their_matrix_and_later_options_override_it() {
+        use super::super::plan::Scenario;
+        let wan = parse(&args("--scenario wan --wan-delay-ms 50")).unwrap().unwrap();
+        assert_eq!((wan.scenario, wan.threads.clone(), wan.wan_delay_ms), (Scenario::Wan, vec![1, 4, 16, 64], Some(50)));
+        assert_eq!((wan.tests.clone(), wan.targets.clone()), (vec!["oltp_update_index".to_string()], vec![Target::Node(1)]));
+        let slow = parse(&args("--scenario slow-node --threads 16")).unwrap().unwrap();
+        assert_eq!((slow.threads.clone(), slow.wan_delay_ms, slow.tests.len()), (vec![16], Some(7), 2));
+        let lan = parse(&args("--scenario lan --repeat 3")).unwrap().unwrap();
+        assert_eq!((lan.scenario, lan.repeat), (Scenario::Cells, 3));
+        assert!(parse(&args("--repeat 0")).unwrap().unwrap().validate().is_err());
+        assert!(parse(&args("--scenario wan --nodes 1")).unwrap().unwrap().validate().is_err());
     }
 
     #[test]

@@ -49,6 +49,7 @@ mod freshness;
 mod plan;
 mod report;
 mod runner;
+mod sweep;
 mod sysbench;
 mod wan;
 

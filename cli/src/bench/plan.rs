@@ -77,6 +77,11 @@ pub enum Scenario {
     /// Apply capacity: desync + FTWRL drains, and the live estimate
     /// (see `drain`).
     Drain,
+    /// The cells with the last node near, then far (see `sweep`).
+    Wan,
+    /// The cells with the last node near, a few ms away, and that far with
+    /// larger send windows (see `sweep`).
+    SlowNode,
 }
 
 impl Scenario {
@@ -86,7 +91,9 @@ impl Scenario {
             "big-trx" => Ok(Scenario::BigTrx),
             "freshness" => Ok(Scenario::Freshness),
             "drain" => Ok(Scenario::Drain),
-            _ => Err(format!("scenario must be cells, big-trx, freshness or drain, not {text:?}")),
+            "wan" => Ok(Scenario::Wan),
+            "slow-node" => Ok(Scenario::SlowNode),
+            _ => Err(format!("scenario must be lan (or cells), wan, slow-node, big-trx, freshness or drain, not {text:?}")),
         }
     }
 }
@@ -122,6 +129,8 @@ pub struct BenchSpec {
     /// in bytes to run (0: no streaming).
     pub rows: u64,
     pub fragments: Vec<u64>,
+    /// lan: how many times the matrix runs, each on fresh clusters.
+    pub repeat: u32,
 }
 
 impl Default for BenchSpec {
@@ -145,6 +154,7 @@ impl Default for BenchSpec {
             scenario: Scenario::Cells,
             rows: 500_000,
             fragments: vec![0, 10_000, 100_000, 1_000_000],
+            repeat: 1,
         }
     }
 }
@@ -261,6 +271,12 @@ impl BenchSpec {
             .find(|t| t.is_empty() || t.contains([',', ' ']))
         {
             return fail(format!("bad test name {bad:?}"));
+        }
+        if self.repeat == 0 {
+            return fail("--repeat must be 1 or more".into());
+        }
+        if matches!(self.scenario, Scenario::Wan | Scenario::SlowNode) && self.nodes < 2 {
+            return fail("wan and slow-node need --nodes 2 or more: they delay the last node's links".into());
         }
         if self.time == 0 || self.tables == 0 || self.table_size == 0 {
             return fail("--time, --tables and --table-size must be positive".into());

@@ -1,0 +1,291 @@
+//! Scenarios that run the cells matrix once per setting, every provider
+//! one after the other within a setting, and compare across settings:
+//!
+//! - `wan`: the last node near (through the delay proxy at 0 ms, so both
+//!   settings pay the proxy's cost), then `--wan-delay-ms` away (default
+//!   100): tps and p95 against concurrency;
+//! - `slow-node`: near, `--wan-delay-ms` away (default 7), and that far
+//!   with larger send windows (`evs.send_window` and
+//!   `evs.user_send_window` 512, what operators set for a Galera WAN);
+//! - `lan` (or `cells`) with `--repeat N` above 1: the same matrix N
+//!   times, each on fresh clusters, averaged.
+//!
+//! Each setting's raw outputs go to `DIR/<setting>/` as the plain matrix's
+//! do. The report prints every cell's tps and p95 per setting and the
+//! ratios that scenario is judged by; `NAME.json` holds every figure and
+//! `NAME.svg` charts tps and p95 against threads, a line per provider and
+//! setting, a pair of panels per test (the first target's cells).
+
+use super::chart::{self, Panel, Series};
+use super::plan::{BenchSpec, Cell, Scenario};
+use super::runner::{self, CellOutcome, ProviderRun};
+use crate::cluster::{Error, Result};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Galera's send windows for a WAN (its defaults are 4 and 2).
+const WAN_WINDOWS: [&str; 2] = ["evs.send_window=512", "evs.user_send_window=512"];
+
+/// One run of the matrix: what differs from the others.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Setting {
+    pub label: String,
+    pub delay_ms: Option<u32>,
+    pub provider_options: Vec<String>,
+}
+
+/// The settings a scenario compares, in run order; the first is the
+/// baseline of the across-setting ratios.
+pub fn settings(spec: &BenchSpec) -> Vec<Setting> {
+    let far = spec.wan_delay_ms.unwrap_or(0);
+    let at = |label: String, delay_ms, options: &[&str]| Setting { label, delay_ms, provider_options: options.iter().map(|o| o.to_string()).collect() };
+    match spec.scenario {
+        Scenario::Wan => vec![at("near".into(), Some(0), &[]), at(format!("{far}ms"), Some(far), &[])],
+        Scenario::SlowNode => vec![
+            at("near".into(), Some(0), &[]),
+            at(format!("{far}ms"), Some(far), &[]),
+            at(format!("{far}ms-windows"), Some(far), &WAN_WINDOWS),
+        ],
+        _ => (1..=spec.repeat).map(|i| at(format!("rep{i}"), spec.wan_delay_ms, &[])).collect(),
+    }
+}
+
+pub struct SettingRun {
+    pub setting: Setting,
+    pub runs: Vec<ProviderRun>,
+}
+
+pub fn run(spec: &BenchSpec, log: &mut dyn FnMut(&str)) -> Vec<SettingRun> {
+    let all = settings(spec);
+    let count = all.len();
+    all.into_iter()
+        .enumerate()
+        .map(|(i, setting)| {
+            log(&format!("setting {} of {count}: {}", i + 1, setting.label));
+            let mut one = spec.clone();
+            one.wan_delay_ms = setting.delay_ms;
+            one.provider_options.extend(setting.provider_options.iter().cloned());
+            one.dir = spec.dir.join(&setting.label);
+            let runs = runner::run(&one, log);
+            SettingRun { setting, runs }
+        })
+        .collect()
+}
+
+/// (tps, p95 ms) of provider `p`'s cell `c` in setting `s`, if measured.
+fn figures(runs: &[SettingRun], s: usize, p: usize, c: usize) -> Option<(f64, f64)> {
+    match runs.get(s)?.runs.get(p)?.cells.get(c)? {
+        CellOutcome::Measured { sysbench, .. } => Some((sysbench.tps, sysbench.p95_ms)),
+        CellOutcome::Failed(_) => None,
+    }
+}
+
+fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+fn geomean(ratios: &[f64]) -> Option<f64> {
+    (!ratios.is_empty()).then(|| (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp())
+}
+
+/// The scenario's name, which its report, JSON and chart files carry.
+pub fn name(spec: &BenchSpec) -> &'static str {
+    match spec.scenario {
+        Scenario::Wan => "wan",
+        Scenario::SlowNode => "slow-node",
+        _ => "lan",
+    }
+}
+
+fn cell_label(c: &Cell) -> String {
+    format!("{} {}t {}", c.test, c.threads, c.target.label())
+}
+
+pub fn render(spec: &BenchSpec, runs: &[SettingRun], took: Duration) -> String {
+    let cells = spec.cells();
+    let labels: Vec<&str> = runs.iter().map(|r| r.setting.label.as_str()).collect();
+    let mut out = format!("lockstep bench --scenario {}: {} settings x {} providers x {} cells, {:.0} min\n\n", name(spec), runs.len(), spec.providers.len(), cells.len(), took.as_secs_f64() / 60.0);
+    out.push_str(&format!("{:<34} {:<10} {}\n", "cell", "provider", labels.iter().map(|l| format!("{:>22}", format!("{l} tps / p95 ms"))).collect::<String>()));
+    for (c, cell) in cells.iter().enumerate() {
+        for p in 0..spec.providers.len() {
+            let row: String = (0..runs.len())
+                .map(|s| match figures(runs, s, p, c) {
+                    Some((tps, p95)) => format!("{:>22}", format!("{tps:.0} / {p95:.2}")),
+                    None => format!("{:>22}", "n/a"),
+                })
+                .collect();
+            out.push_str(&format!("{:<34} {:<10} {row}\n", if p == 0 { cell_label(cell) } else { String::new() }, spec.provider_slug(p)));
+        }
+    }
+    for p in 0..spec.providers.len() {
+        failures(spec, runs, p, &mut out);
+    }
+    match spec.scenario {
+        Scenario::Wan | Scenario::SlowNode => against_first_setting(spec, runs, &mut out),
+        _ => averaged(spec, runs, &mut out),
+    }
+    out
+}
+
+/// Why a provider has no figures, once per setting.
+fn failures(spec: &BenchSpec, runs: &[SettingRun], p: usize, out: &mut String) {
+    for r in runs {
+        if let Some(e) = r.runs.get(p).and_then(|run| run.setup_error.as_ref()) {
+            out.push_str(&format!("{} in {}: n/a ({e})\n", spec.provider_slug(p), r.setting.label));
+        }
+    }
+}
+
+/// wan, slow-node: each setting's tps over the first's, per provider and
+/// cell (how much a far node costs each), and at the last setting each
+/// provider over the first provider.
+fn against_first_setting(spec: &BenchSpec, runs: &[SettingRun], out: &mut String) {
+    let cells = spec.cells();
+    out.push_str(&format!("\ntps against {} (1.00 = no loss):\n", runs[0].setting.label));
+    for (c, cell) in cells.iter().enumerate() {
+        for p in 0..spec.providers.len() {
+            let base = figures(runs, 0, p, c);
+            let ratios: String = (1..runs.len())
+                .map(|s| match (base, figures(runs, s, p, c)) {
+                    (Some((b, _)), Some((t, _))) if b > 0.0 => format!("  {}: {:.2}", runs[s].setting.label, t / b),
+                    _ => format!("  {}: n/a", runs[s].setting.label),
+                })
+                .collect();
+            out.push_str(&format!("  {:<34} {:<10}{ratios}\n", cell_label(cell), spec.provider_slug(p)));
+        }
+    }
+    let last = runs.len() - 1;
+    out.push_str(&format!("\nat {}, tps over {}'s:\n", runs[last].setting.label, spec.provider_slug(0)));
+    for (c, cell) in cells.iter().enumerate() {
+        let base = figures(runs, last, 0, c);
+        let ratios: String = (1..spec.providers.len())
+            .map(|p| match (base, figures(runs, last, p, c)) {
+                (Some((b, _)), Some((t, _))) if b > 0.0 => format!("  {}: {:.2}", spec.provider_slug(p), t / b),
+                _ => format!("  {}: n/a", spec.provider_slug(p)),
+            })
+            .collect();
+        out.push_str(&format!("  {:<34}{ratios}\n", cell_label(cell)));
+    }
+}
+
+/// lan --repeat: the mean of the repetitions per provider and cell, its
+/// ratio to the first provider's, their geometric mean and the lowest,
+/// and whether the mean p95 is worse.
+fn averaged(spec: &BenchSpec, runs: &[SettingRun], out: &mut String) {
+    let cells = spec.cells();
+    let means = |p: usize, c: usize| -> Option<(f64, f64)> {
+        let got: Vec<(f64, f64)> = (0..runs.len()).filter_map(|s| figures(runs, s, p, c)).collect();
+        Some((mean(&got.iter().map(|f| f.0).collect::<Vec<_>>())?, mean(&got.iter().map(|f| f.1).collect::<Vec<_>>())?))
+    };
+    out.push_str(&format!("\nmean of {} repetitions, ratio to {}:\n", runs.len(), spec.provider_slug(0)));
+    for p in 1..spec.providers.len() {
+        let mut ratios = Vec::new();
+        for (c, cell) in cells.iter().enumerate() {
+            let line = match (means(0, c), means(p, c)) {
+                (Some((bt, bp)), Some((t, p95))) if bt > 0.0 => {
+                    ratios.push(t / bt);
+                    format!("tps {:.0} vs {:.0} ({:.2}), p95 {:.2} vs {:.2} ms{}", t, bt, t / bt, p95, bp, if p95 > bp { " (worse)" } else { "" })
+                }
+                _ => "n/a".into(),
+            };
+            out.push_str(&format!("  {:<34} {}: {line}\n", cell_label(cell), spec.provider_slug(p)));
+        }
+        if let (Some(g), Some(low)) = (geomean(&ratios), ratios.iter().copied().reduce(f64::min)) {
+            out.push_str(&format!("  {}: geometric mean {:.2}, lowest cell {:.2}, over {} cells\n", spec.provider_slug(p), g, low, ratios.len()));
+        }
+    }
+}
+
+pub fn write_outputs(spec: &BenchSpec, runs: &[SettingRun]) -> Result<Vec<PathBuf>> {
+    let json_path = spec.dir.join(format!("{}.json", name(spec)));
+    let text = serde_json::to_string_pretty(&to_json(spec, runs)).map_err(|e| Error::msg(e.to_string()))?;
+    std::fs::write(&json_path, text).map_err(|e| Error::io(format!("writing {}", json_path.display()), e))?;
+    let svg_path = spec.dir.join(format!("{}.svg", name(spec)));
+    let title = format!("{}: tps and p95 against threads, per provider and setting", name(spec));
+    chart::lines(&svg_path, &title, "threads", &panels(spec, runs), &[])?;
+    Ok(vec![json_path, svg_path])
+}
+
+fn to_json(spec: &BenchSpec, runs: &[SettingRun]) -> serde_json::Value {
+    use serde_json::json;
+    let cells = spec.cells();
+    json!({
+        "scenario": name(spec),
+        "time_s": spec.time,
+        "settings": runs.iter().enumerate().map(|(s, r)| json!({
+            "label": r.setting.label,
+            "delay_ms": r.setting.delay_ms,
+            "provider_options": r.setting.provider_options,
+            "providers": (0..spec.providers.len()).map(|p| json!({
+                "provider": spec.provider_slug(p),
+                "cells": cells.iter().enumerate().map(|(c, cell)| match figures(runs, s, p, c) {
+                    Some((tps, p95)) => json!({ "test": cell.test, "threads": cell.threads, "target": cell.target.label(), "tps": tps, "p95_ms": p95 }),
+                    None => json!({ "test": cell.test, "threads": cell.threads, "target": cell.target.label(), "error": "not measured" }),
+                }).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// A tps panel and a p95 panel per test, over the first target's cells.
+fn panels(spec: &BenchSpec, runs: &[SettingRun]) -> Vec<Panel> {
+    let cells = spec.cells();
+    let first = spec.targets[0];
+    let mut panels = Vec::new();
+    for test in &spec.tests {
+        for (quantity, pick) in [("tps", 0usize), ("p95 ms", 1)] {
+            let mut series = Vec::new();
+            for (s, r) in runs.iter().enumerate() {
+                for p in 0..spec.providers.len() {
+                    let points = cells
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, cell)| &cell.test == test && cell.target == first)
+                        .filter_map(|(c, cell)| figures(runs, s, p, c).map(|f| (cell.threads as f64, if pick == 0 { f.0 } else { f.1 })))
+                        .collect();
+                    series.push(Series { label: format!("{} {}", spec.provider_slug(p), r.setting.label), points });
+                }
+            }
+            panels.push(Panel { y_label: format!("{test} {quantity}"), series });
+        }
+    }
+    panels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_for(scenario: Scenario) -> BenchSpec {
+        BenchSpec { scenario, ..BenchSpec::default() }
+    }
+
+    #[test]
+    fn wan_compares_near_with_far_and_slow_node_adds_the_windows() {
+        let mut wan = spec_for(Scenario::Wan);
+        wan.wan_delay_ms = Some(100);
+        let s = settings(&wan);
+        assert_eq!(s.iter().map(|s| (s.label.as_str(), s.delay_ms)).collect::<Vec<_>>(), [("near", Some(0)), ("100ms", Some(100))]);
+        let mut slow = spec_for(Scenario::SlowNode);
+        slow.wan_delay_ms = Some(7);
+        let s = settings(&slow);
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[2].provider_options, WAN_WINDOWS.map(String::from));
+        assert_eq!(s[2].delay_ms, Some(7));
+    }
+
+    #[test]
+    fn lan_repeats_the_same_setting() {
+        let mut lan = spec_for(Scenario::Cells);
+        lan.repeat = 3;
+        let s = settings(&lan);
+        assert_eq!(s.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["rep1", "rep2", "rep3"]);
+        assert!(s.iter().all(|s| s.delay_ms.is_none() && s.provider_options.is_empty()));
+    }
+
+    #[test]
+    fn geometric_mean_of_ratios() {
+        assert!((geomean(&[2.0, 0.5]).unwrap() - 1.0).abs() < 1e-9);
+        assert_eq!(geomean(&[]), None);
+    }
+}
