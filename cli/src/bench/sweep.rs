@@ -105,13 +105,13 @@ pub fn render(spec: &BenchSpec, runs: &[SettingRun], took: Duration) -> String {
     let cells = spec.cells();
     let labels: Vec<&str> = runs.iter().map(|r| r.setting.label.as_str()).collect();
     let mut out = format!("lockstep bench --scenario {}: {} settings x {} providers x {} cells, {:.0} min\n\n", name(spec), runs.len(), spec.providers.len(), cells.len(), took.as_secs_f64() / 60.0);
-    out.push_str(&format!("{:<34} {:<10} {}\n", "cell", "provider", labels.iter().map(|l| format!("{:>22}", format!("{l} tps / p95 ms"))).collect::<String>()));
+    out.push_str(&format!("{:<34} {:<10} {}\n", "cell", "provider", labels.iter().map(|l| format!(" {:>23}", format!("{l} tps / p95 ms"))).collect::<String>()));
     for (c, cell) in cells.iter().enumerate() {
         for p in 0..spec.providers.len() {
             let row: String = (0..runs.len())
                 .map(|s| match figures(runs, s, p, c) {
-                    Some((tps, p95)) => format!("{:>22}", format!("{tps:.0} / {p95:.2}")),
-                    None => format!("{:>22}", "n/a"),
+                    Some((tps, p95)) => format!(" {:>23}", format!("{tps:.0} / {p95:.2}")),
+                    None => format!(" {:>23}", "n/a"),
                 })
                 .collect();
             out.push_str(&format!("{:<34} {:<10} {row}\n", if p == 0 { cell_label(cell) } else { String::new() }, spec.provider_slug(p)));
