@@ -552,13 +552,13 @@ impl Driver {
             Frame::Left { member, index } if member == self.me.id => self.on_removed_notice(index),
             Frame::Left { .. } => {}
             Frame::Lag(ms) => {
-                if self.state.members().iter().any(|m| m.info.id.raft_id() == from) {
+                if self.state.member_by_raft_id(from).is_some() {
                     self.cluster_lag.on_report(from, ms, self.clock.now());
                 }
             }
             Frame::Flow(signal) => {
                 // Only members may pause the group.
-                if self.state.members().iter().any(|m| m.info.id.raft_id() == from) {
+                if self.state.member_by_raft_id(from).is_some() {
                     self.fc.on_message(from, signal, self.clock.now());
                     self.publish_flow();
                 }

@@ -106,8 +106,7 @@ impl Frame {
                 out.extend_from_slice(&n.index.to_le_bytes());
                 out.push(n.primary as u8);
                 if let Some(c) = n.component {
-                    out.extend_from_slice(&c.former.0);
-                    out.extend_from_slice(&c.from.to_le_bytes());
+                    c.encode(&mut out);
                 }
                 KIND_COMMIT
             }
@@ -169,7 +168,7 @@ fn decode_commit(r: &mut Reader<'_>) -> Result<Frame, WireError> {
     // Older members send no component.
     let component = match r.remaining() {
         0 => None,
-        _ => Some(Component { former: r.uuid()?, from: r.u64()? as Seqno }),
+        _ => Some(Component::decode(r)?),
     };
     Ok(Frame::Commit(CommitNotice { term, index, primary, component }))
 }

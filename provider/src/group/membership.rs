@@ -256,7 +256,7 @@ impl Driver {
         }
         let others: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).filter(|id| *id != self.me.id.raft_id()).collect();
         let Some((id, silent)) = self.liveness.overdue(&others, now) else { return };
-        let Some(m) = self.state.members().iter().find(|m| m.info.id.raft_id() == id) else { return };
+        let Some(m) = self.state.member_by_raft_id(id) else { return };
         let (uuid, name) = (m.info.id, m.info.name.clone());
         if !super::weights::may_remove(&self.state, uuid) {
             return; // this side turns non-primary instead (see `weighted`)

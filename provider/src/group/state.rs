@@ -151,6 +151,18 @@ pub struct Component {
     pub from: Seqno,
 }
 
+impl Component {
+    /// Its wire form (24 bytes), in snapshots and commit notices alike.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.former.0);
+        out.extend_from_slice(&self.from.to_le_bytes());
+    }
+
+    pub fn decode(r: &mut crate::wire::Reader<'_>) -> Result<Component, crate::wire::WireError> {
+        Ok(Component { former: r.uuid()?, from: r.u64()? as Seqno })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupState {
     me: Uuid,
@@ -197,6 +209,11 @@ impl GroupState {
 
     pub fn history(&self) -> Uuid {
         self.history
+    }
+
+    /// The member whose raft id is `id` (frames name their sender so).
+    pub fn member_by_raft_id(&self, id: u64) -> Option<&Member> {
+        self.members.iter().find(|m| m.info.id.raft_id() == id)
     }
 
     pub fn component(&self) -> Option<Component> {

@@ -428,10 +428,10 @@ impl Shared {
     }
 
     /// `wsrep_cluster_apply_lag_ms`: the worst the members reported, this
-    /// node's own lag as of now included.
-    pub(super) fn cluster_apply_lag_ms(&self) -> i64 {
-        let own = self.apply_lag().as_millis() as i64;
-        self.group().map_or(own, |g| own.max(g.cluster_apply_lag_ms() as i64))
+    /// node's own lag as of now (`own_ms`, read once for both variables)
+    /// included.
+    pub(super) fn cluster_apply_lag_ms(&self, own_ms: i64) -> i64 {
+        self.group().map_or(own_ms, |g| own_ms.max(g.cluster_apply_lag_ms() as i64))
     }
 
     /// The upper limit while a big writeset applies here, and after it

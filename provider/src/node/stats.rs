@@ -53,6 +53,7 @@ impl Shared {
         let (apply, commit) = (self.apply.stats(), self.commit.stats());
         let appliers = self.receivers.load(std::sync::atomic::Ordering::Relaxed);
         let capacity = self.capacity.estimate(std::time::Instant::now(), appliers);
+        let lag_ms = self.apply_lag().as_millis() as i64;
         let cert = self.cert.lock().unwrap_or_else(|e| e.into_inner());
         let (cs, index_size) = (cert.stats(), cert.index_size());
         drop(cert);
@@ -120,8 +121,8 @@ impl Shared {
             (V::GmcastSegment, Str("0".into())),
             (V::ApplyCapacity, Double(capacity.capacity)),
             (V::ApplyCapacityUsed, Double(capacity.used)),
-            (V::ApplyLagMs, Int(self.apply_lag().as_millis() as i64)),
-            (V::ClusterApplyLagMs, Int(self.cluster_apply_lag_ms())),
+            (V::ApplyLagMs, Int(lag_ms)),
+            (V::ClusterApplyLagMs, Int(self.cluster_apply_lag_ms(lag_ms))),
             (V::ApplyStalled, Str(if self.apply_stalled.load(std::sync::atomic::Ordering::SeqCst) { "ON" } else { "OFF" }.into())),
         ]
     }

@@ -59,8 +59,7 @@ impl GroupState {
         }
         out.push(self.component.is_some() as u8);
         if let Some(c) = self.component {
-            out.extend_from_slice(&c.former.0);
-            out.extend_from_slice(&c.from.to_le_bytes());
+            c.encode(&mut out);
         }
         out
     }
@@ -89,7 +88,7 @@ impl GroupState {
             g.fenced.insert(origin, r.u64()?);
         }
         if version >= 3 && r.u8()? != 0 {
-            g.component = Some(super::Component { former: r.uuid()?, from: r.u64()? as i64 });
+            g.component = Some(super::Component::decode(&mut r)?);
         }
         r.end()?;
         Ok(g)
