@@ -23,9 +23,9 @@
 //! A mutex and two condition variables rather than `std::sync::mpsc`:
 //! its bounded channel cannot take a command past its bound.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
-use std::thread::ThreadId;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::driver::Command;
@@ -44,7 +44,24 @@ pub struct Commands {
     added: Condvar,
     /// Signalled when the driver takes a command, and when it is gone.
     taken: Condvar,
-    driver: OnceLock<ThreadId>,
+}
+
+thread_local! {
+    /// Whether this thread is running the driver now (see `driving`).
+    static DRIVING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` as the driver's thread: its sends never wait for room (the
+/// room would come from the driver it is running).
+pub fn driving<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            DRIVING.with(|d| d.set(self.0));
+        }
+    }
+    let _reset = Reset(DRIVING.with(|d| d.replace(true)));
+    f()
 }
 
 #[derive(Default)]
@@ -63,7 +80,7 @@ pub struct Inbox {
 pub struct Closed;
 
 pub fn queue() -> (Arc<Commands>, Inbox) {
-    let commands = Arc::new(Commands { queue: Mutex::default(), added: Condvar::new(), taken: Condvar::new(), driver: OnceLock::new() });
+    let commands = Arc::new(Commands { queue: Mutex::default(), added: Condvar::new(), taken: Condvar::new() });
     (commands.clone(), Inbox { commands })
 }
 
@@ -75,45 +92,59 @@ impl Commands {
     /// Queues `cmd`, waiting while the queue is full, unless called on the
     /// driver's thread.
     pub fn send(&self, cmd: Command) -> Result<(), Closed> {
-        let exempt = self.driver.get() == Some(&std::thread::current().id());
+        self.queue_up(cmd)?;
+        self.added.notify_one();
+        Ok(())
+    }
+
+    /// `send` without waking the group thread: for a caller that runs the
+    /// driver itself next, and calls `wake` if it cannot.
+    pub fn send_quietly(&self, cmd: Command) -> Result<(), Closed> {
+        self.queue_up(cmd)
+    }
+
+    fn queue_up(&self, cmd: Command) -> Result<(), Closed> {
+        let exempt = DRIVING.with(Cell::get);
         let mut q = self.lock();
         while !exempt && !q.closed && q.commands.len() >= CAPACITY {
             q = self.taken.wait(q).unwrap_or_else(|e| e.into_inner());
         }
-        self.push(q, cmd)
-    }
-
-    /// Queues `cmd` without ever waiting (a link event).
-    pub fn send_now(&self, cmd: Command) {
-        let _ = self.push(self.lock(), cmd);
-    }
-
-    fn push(&self, mut q: MutexGuard<'_, Queue>, cmd: Command) -> Result<(), Closed> {
         if q.closed {
             return Err(Closed);
         }
         q.commands.push_back(cmd);
+        Ok(())
+    }
+
+    /// Queues `cmd` without ever waiting (a link event).
+    pub fn send_now(&self, cmd: Command) {
+        let mut q = self.lock();
+        if !q.closed {
+            q.commands.push_back(cmd);
+        }
         drop(q);
         self.added.notify_one();
-        Ok(())
+    }
+
+    /// Wakes the group thread (there are commands for it).
+    pub fn wake(&self) {
+        let _q = self.lock();
+        self.added.notify_one();
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lock().commands.is_empty()
+    }
+
+    /// Waits up to `wait` for a command to be queued (or the queue to
+    /// close), without taking it: whoever runs the driver next does.
+    pub fn wait_queued(&self, wait: Duration) {
+        let q = self.lock();
+        let _ = self.added.wait_timeout_while(q, wait, |q| q.commands.is_empty() && !q.closed);
     }
 }
 
 impl Inbox {
-    /// Called once by the thread that runs the driver.
-    pub fn bind_to_current_thread(&self) {
-        let id = std::thread::current().id();
-        assert_eq!(*self.commands.driver.get_or_init(|| id), id, "one driver thread per queue");
-    }
-
-    /// The next command, waiting up to `wait` for one.
-    pub fn recv_timeout(&self, wait: Duration) -> Option<Command> {
-        let c = &self.commands;
-        let q = c.lock();
-        let (mut q, _) = c.added.wait_timeout_while(q, wait, |q| q.commands.is_empty()).unwrap_or_else(|e| e.into_inner());
-        self.take(&mut q)
-    }
-
     /// The next command if one is there.
     pub fn try_recv(&self) -> Option<Command> {
         self.take(&mut self.commands.lock())
@@ -152,8 +183,7 @@ mod tests {
     fn the_driver_thread_never_waits_and_its_commands_keep_their_place() {
         let (commands, inbox) = queue();
         fill(&commands);
-        inbox.bind_to_current_thread();
-        commands.send(Command::Stop).unwrap(); // would wait forever
+        driving(|| commands.send(Command::Stop)).unwrap(); // would wait forever
         for _ in 0..CAPACITY {
             assert!(matches!(inbox.try_recv(), Some(Command::ResetFlowCounters)), "behind what came first");
         }
@@ -187,7 +217,8 @@ mod tests {
             std::thread::sleep(Duration::from_millis(50));
             sender.send_now(Command::Stop);
         });
-        assert!(matches!(inbox.recv_timeout(Duration::from_secs(10)), Some(Command::Stop)));
+        commands.wait_queued(Duration::from_secs(10));
+        assert!(matches!(inbox.try_recv(), Some(Command::Stop)));
         t.join().unwrap();
     }
 

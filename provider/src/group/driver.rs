@@ -33,14 +33,15 @@ use crate::gtid::{Seqno, Uuid};
 use crate::log;
 use crate::transport::Inbound;
 
-/// Receives the group's events in total order, on the group thread. It must
-/// not block for long: Raft heartbeats wait while it runs.
+/// Receives the group's events in total order, on the thread running the
+/// driver (the group thread or a link reader: see `runner`), one call at a
+/// time. It must not block for long: Raft heartbeats wait while it runs.
 pub trait Delivery: Send + 'static {
     fn deliver(&mut self, events: &mut Vec<GroupEvent>);
     /// The node layer's state to ship in a Raft snapshot, as of every event
     /// delivered so far (its certification index).
     fn snapshot(&mut self) -> Vec<u8>;
-    /// Called on every tick of the group thread, events or not; the same
+    /// Called on every tick of the driver, events or not; the same
     /// rule as `deliver` (no blocking).
     fn tick(&mut self) {}
     /// This member's apply lag in ms, for the others (`cluster_lag`).
@@ -337,29 +338,29 @@ impl Driver {
         }
     }
 
-    pub fn run(mut self) {
-        self.inbox.bind_to_current_thread();
-        self.campaign_if_bootstrapping();
-        // A panic here is a bug; it must not take mariadbd down, and the
-        // operator must learn why this node stopped replicating.
-        let turns = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| while self.turn() {}));
-        if let Err(e) = turns {
-            let what = e.downcast_ref::<String>().map(String::as_str).or(e.downcast_ref::<&str>().copied()).unwrap_or("?");
-            log::error!("the group layer failed ({}): this node no longer replicates and must be restarted", what);
-        }
-        self.counters.stopped.store(true, AtomicOrdering::SeqCst);
-        self.net.stop();
+    /// How long until the next tick is due: the group thread waits for
+    /// commands at most that long.
+    pub(super) fn until_tick(&self) -> Duration {
+        self.next_tick.saturating_duration_since(self.clock.now())
     }
 
-    /// One loop turn: waits for a command until the next tick is due,
-    /// then steps; false once stopped.
-    fn turn(&mut self) -> bool {
-        let wait = self.next_tick.saturating_duration_since(self.clock.now());
-        let cmd = self.inbox.recv_timeout(wait);
+    /// `step` on a live thread (see `runner`), its time counted as work
+    /// (see `load`); false once stopped.
+    pub(super) fn turn(&mut self) -> bool {
         let woke = self.clock.now();
-        let go = self.step(cmd);
+        let go = self.step(None);
         self.load.worked(woke, self.clock.now());
         go
+    }
+
+    /// The driver is done: its replicating threads learn it, its queue
+    /// closes (a link reader waiting for room there gives up), then the
+    /// transport, which joins the readers.
+    pub(super) fn close(self) {
+        self.counters.stopped.store(true, AtomicOrdering::SeqCst);
+        let net = self.net.clone();
+        drop(self);
+        net.stop();
     }
 
     /// Everything the driver does but wait: the command that woke it and

@@ -28,6 +28,7 @@ mod weighted;
 pub mod ready;
 pub mod recovery;
 mod raft_log;
+mod runner;
 pub mod snapshot_watch;
 pub mod state;
 pub mod sequence;
@@ -227,7 +228,8 @@ impl FlowGate {
 impl Group {
     pub fn start(cfg: GroupConfig, delivery: Box<dyn Delivery>) -> Result<Group, GroupError> {
         let (commands, inbox) = commands::queue();
-        let net = start_transport(&cfg, commands.clone())?;
+        let runner_slot = Arc::new(std::sync::OnceLock::new());
+        let net = start_transport(&cfg, runner::NetInbox { commands: commands.clone(), runner: runner_slot.clone() })?;
         let mut me = cfg.me;
         if me.address.is_empty() || me.address.ends_with(":0") {
             me.address = net.local_addr().to_string();
@@ -242,7 +244,9 @@ impl Group {
         let flow = Arc::new(FlowGate::default());
         flow.reset(Instant::now());
         let driver = Driver::new(driver_cfg, inbox, delivery, net.clone(), Arc::new(io::SystemClock), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
-        let raft = spawn("lockstep-group", move || driver.run())?;
+        let runner = runner::Runner::new(driver, commands.clone());
+        let _ = runner_slot.set(Arc::downgrade(&runner));
+        let raft = spawn("lockstep-group", move || runner.run())?;
         Ok(Group { me, commands, threads: Mutex::new(vec![raft]), counters, net, flow })
     }
 
@@ -422,26 +426,12 @@ impl Drop for Group {
     }
 }
 
-/// The transport's frames and link events go straight into the driver's
-/// queue, a frame's reader waiting while it is full.
-struct NetInbox(Arc<commands::Commands>);
-
-impl crate::transport::Inbox for NetInbox {
-    fn frame(&self, inbound: crate::transport::Inbound) -> bool {
-        self.0.send(Command::Net(inbound)).is_ok()
-    }
-
-    fn event(&self, inbound: crate::transport::Inbound) {
-        self.0.send_now(Command::Net(inbound));
-    }
-}
-
-fn start_transport(cfg: &GroupConfig, commands: Arc<commands::Commands>) -> Result<Arc<Transport>, GroupError> {
+fn start_transport(cfg: &GroupConfig, inbox: runner::NetInbox) -> Result<Arc<Transport>, GroupError> {
     let identity = Identity { id: cfg.me.id.raft_id(), uuid: cfg.me.id, listen: cfg.me.address.clone() };
     let mut tc = TransportConfig::new(&cfg.listen, &cfg.cluster_name, identity);
     tc.allow = cfg.allow.clone();
     tc.isolation = cfg.isolation;
-    let net = Transport::start(tc, NetInbox(commands)).map_err(|e| GroupError::Io(format!("cannot listen on {}: {}", cfg.listen, e)))?;
+    let net = Transport::start(tc, inbox).map_err(|e| GroupError::Io(format!("cannot listen on {}: {}", cfg.listen, e)))?;
     Ok(Arc::new(net))
 }
 

@@ -532,3 +532,47 @@ fn with_equal_weights_a_minority_never_reforms() {
         m.group.stop();
     }
 }
+
+/// A frame that finds the driver idle is handled on the link reader that
+/// read it (see `runner`), not handed to the group thread: a follower
+/// delivers what its leader commits from its reader thread.
+#[test]
+fn an_idle_driver_is_run_by_the_link_reader_that_brings_a_frame() {
+    struct Tagged(Sender<(String, GroupEvent)>);
+    impl Delivery for Tagged {
+        fn deliver(&mut self, events: &mut Vec<GroupEvent>) {
+            let thread = std::thread::current().name().unwrap_or("?").to_string();
+            for e in events.drain(..) {
+                let _ = self.0.send((thread.clone(), e));
+            }
+        }
+        fn snapshot(&mut self) -> Vec<u8> {
+            Vec::new()
+        }
+    }
+    let (a, _) = bootstrap(0);
+    a.until("bootstrap view", view_with(1));
+    let (tx, rx) = channel();
+    let b = Group::start(config("node2", Mode::Join { peers: vec![a.addr()] }), Box::new(Tagged(tx))).unwrap();
+    a.until("a sees b", view_with(2));
+    let mut threads = Vec::new();
+    for token in 1..=20u64 {
+        a.group.propose(token, |buf| buf.extend_from_slice(b"x"), 1).unwrap();
+        a.until("ordered on a", |e| matches!(e, GroupEvent::Ordered { token: t, .. } if *t == token));
+        // Idle between commits: the driver is free when frames come.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while threads.len() < 20 && Instant::now() < deadline {
+        if let Ok((thread, GroupEvent::Ordered { origin, .. })) = rx.recv_timeout(Duration::from_millis(100)) {
+            if origin == a.group.me().id {
+                threads.push(thread);
+            }
+        }
+    }
+    assert_eq!(threads.len(), 20, "b delivered every commit");
+    let by_reader = threads.iter().filter(|t| t.as_str() == "lockstep-recv").count();
+    assert!(by_reader >= 10, "most delivered on a link reader, not the group thread: {:?}", threads);
+    b.stop();
+    a.group.stop();
+}

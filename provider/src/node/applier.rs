@@ -238,7 +238,7 @@ impl Shared {
             Some(Change::Recovered) => log::info!("appliers are committing again (at {}): this node counts for flow control again", committed),
             Some(Change::Leave(idle)) => {
                 log::error!("appliers committed nothing for {:.1?} (evs.inactive_timeout) with {} write sets waiting after {}: leaving the cluster", idle, waiting, committed);
-                // Leaving waits for the group thread, which runs this.
+                // Leaving waits for the driver, which this thread runs.
                 let shared = Arc::clone(self);
                 std::thread::Builder::new()
                     .name("lockstep-leave".into())

@@ -81,7 +81,7 @@ impl Delivery for NodeDelivery {
     fn deliver(&mut self, events: &mut Vec<GroupEvent>) {
         for ev in events.drain(..) {
             match ev {
-                // Leaving waits for the group thread, which runs this:
+                // Leaving waits for the driver, which this thread runs:
                 // another thread leaves.
                 GroupEvent::Halted { .. } => {
                     let shared = self.0.clone();
