@@ -431,6 +431,8 @@ mod tests {
         assert_eq!((lan.scenario, lan.repeat), (Scenario::Cells, 3));
         assert!(parse(&args("--repeat 0")).unwrap().unwrap().validate().is_err());
         assert!(parse(&args("--scenario wan --nodes 1")).unwrap().unwrap().validate().is_err());
+        let alone = parse(&args("--scenario big-trx --nodes 1")).unwrap().unwrap().validate().unwrap_err().to_string();
+        assert!(alone.contains("--scenario big-trx needs --nodes 2"), "{alone}");
     }
 
     #[test]

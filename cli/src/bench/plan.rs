@@ -96,6 +96,18 @@ impl Scenario {
             _ => Err(format!("scenario must be lan (or cells), wan, slow-node, big-trx, freshness or drain, not {text:?}")),
         }
     }
+
+    /// As `--scenario` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Cells => "lan",
+            Scenario::BigTrx => "big-trx",
+            Scenario::Freshness => "freshness",
+            Scenario::Drain => "drain",
+            Scenario::Wan => "wan",
+            Scenario::SlowNode => "slow-node",
+        }
+    }
 }
 
 /// Everything `lockstep bench` was asked to do.
@@ -245,6 +257,10 @@ impl BenchSpec {
         // (certification, ordering, commit order), without the network.
         if self.nodes == 0 {
             return fail("--nodes must be 1 or more".into());
+        }
+        // Those scenarios measure node 2 while node 1 writes.
+        if self.nodes < 2 && matches!(self.scenario, Scenario::BigTrx | Scenario::Freshness | Scenario::Drain) {
+            return fail(format!("--scenario {} needs --nodes 2 or more: it measures node 2", self.scenario.name()));
         }
         if self.nodes < 2 && self.wan_delay_ms.is_some() {
             return fail("--wan-delay-ms needs --nodes 2 or more: it delays the last node's links".into());
