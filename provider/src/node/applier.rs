@@ -195,7 +195,7 @@ impl Shared {
         };
         let handle = Handle { trx_id: ws.trx_id, opaque: Opaque::Applier(seqno).encode() };
         let mut exit = false;
-        let started = Instant::now();
+        let started = (Instant::now(), super::capacity::thread_cpu());
         let ok = self.app.apply(ctx, handle, fl, ws.data(), &meta, &mut exit);
         self.count_apply_time(started);
         // The server passes commit order inside apply_cb; if it did not
@@ -263,12 +263,16 @@ impl Shared {
             || !self.toi.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
-    /// For `wsrep_apply_capacity`: what apply_cb took, its wait for its
-    /// turn in commit order left out.
-    fn count_apply_time(&self, started: Instant) {
+    /// For `wsrep_apply_capacity`: the CPU time apply_cb took (without a
+    /// thread CPU clock, its wall time less its wait for its turn in
+    /// commit order), and its turn.
+    fn count_apply_time(&self, (started, cpu): (Instant, Option<Duration>)) {
         let now = Instant::now();
         let (waited, turn) = super::capacity::take_turn(now);
-        let work = now.saturating_duration_since(started).saturating_sub(waited);
+        let work = match (cpu, super::capacity::thread_cpu()) {
+            (Some(from), Some(to)) => to.saturating_sub(from),
+            _ => now.saturating_duration_since(started).saturating_sub(waited),
+        };
         self.capacity.applied(now, work, turn);
     }
 

@@ -52,7 +52,7 @@ impl Shared {
         let yes_no = |b: bool| Str(if b { "true" } else { "false" }.into());
         let (apply, commit) = (self.apply.stats(), self.commit.stats());
         let appliers = self.receivers.load(std::sync::atomic::Ordering::Relaxed);
-        let capacity = self.capacity.estimate(std::time::Instant::now(), appliers);
+        let capacity = self.capacity.estimate(std::time::Instant::now(), super::capacity::parallel(appliers));
         let lag_ms = self.apply_lag().as_millis() as i64;
         let cert = self.cert.lock().unwrap_or_else(|e| e.into_inner());
         let (cs, index_size) = (cert.stats(), cert.index_size());
