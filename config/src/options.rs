@@ -257,8 +257,8 @@ registry! {
         Dynamic, Canonical, false, false,
         "Messages in flight (lockstep: Raft inflight window); >= evs.user_send_window";
     EvsStatsReportPeriod EVS_STATS_REPORT_PERIOD DurationKey = "evs.stats_report_period",
-        dur_ms(1000), shown("PT1M"), Dynamic, Canonical, false, false,
-        "Period of protocol statistics in the log";
+        dur_ms(1000), shown("PT1M"), Dynamic, Canonical, false, true,
+        "Period over which wsrep_evs_repl_latency is gathered before it starts over";
     EvsSuspectTimeout EVS_SUSPECT_TIMEOUT DurationKey = "evs.suspect_timeout", dur_ms(100),
         shown("PT5S"), Dynamic, Canonical, false, true,
         "Silence after which a peer is suspected; evicted once a majority agrees";
@@ -554,6 +554,7 @@ mod tests {
                 "cert.optimistic_pa",
                 "debug",
                 "evs.inactive_timeout",
+                "evs.stats_report_period",
                 "evs.suspect_timeout",
                 "gcache.dir",
                 "gcache.name",

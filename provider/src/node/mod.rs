@@ -21,6 +21,7 @@ mod stall;
 mod local;
 mod pause;
 pub mod recv_queue;
+mod repl_latency;
 pub mod saved_state;
 mod view_state;
 mod ist;
@@ -131,6 +132,8 @@ pub struct Shared {
     counters: Counters,
     /// How fast the appliers could go (`wsrep_apply_capacity`).
     capacity: capacity::Capacity,
+    /// How long our writesets take to be ordered (`wsrep_evs_repl_latency`).
+    repl_latency: repl_latency::ReplLatency,
     /// How stale this node is (`wsrep_apply_lag_ms`).
     lag: lag::Lag,
     /// `lockstep.max_lag_ms` (0: off), read by every `check_flow`.
@@ -270,6 +273,7 @@ impl Node {
             gate: Gate::default(),
             counters: Counters::default(),
             capacity: capacity::Capacity::default(),
+            repl_latency: Default::default(),
             lag: lag::Lag::default(),
             max_lag_ms: AtomicU64::new(0),
             receivers: AtomicUsize::new(0),

@@ -31,6 +31,9 @@ pub struct Settings {
     /// `evs.suspect_timeout` and `evs.inactive_timeout`: when the group
     /// removes a silent member.
     pub timeouts: crate::group::liveness::Timeouts,
+    /// `evs.stats_report_period`: the span `wsrep_evs_repl_latency`
+    /// covers before it starts over.
+    pub stats_report_period: Duration,
     /// `pc.ignore_sb`, `pc.ignore_quorum`, `pc.weight`.
     pub quorum_policy: crate::group::quorum::Policy,
     /// `debug`.
@@ -72,6 +75,7 @@ impl Default for Settings {
             max_lag_ms: 0,
             hang_appliers: false,
             timeouts: Default::default(),
+            stats_report_period: Duration::from_secs(60),
             debug: false,
             quorum_policy: Default::default(),
             gcache_size: 128 << 20,
@@ -105,6 +109,7 @@ impl Settings {
                 suspect: cfg.duration(keys::EVS_SUSPECT_TIMEOUT),
                 inactive: cfg.duration(keys::EVS_INACTIVE_TIMEOUT),
             },
+            stats_report_period: cfg.duration(keys::EVS_STATS_REPORT_PERIOD),
             debug: cfg.get(keys::DEBUG),
             quorum_policy: crate::group::quorum::Policy {
                 ignore_sb: cfg.get(keys::PC_IGNORE_SB),

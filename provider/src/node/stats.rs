@@ -115,7 +115,7 @@ impl Shared {
             (V::DesyncCount, Str(desync.to_string())),
             (V::EvsDelayed, Str(String::new())),
             (V::EvsEvictList, Str(String::new())),
-            (V::EvsReplLatency, Str("0/0/0/0/0".into())),
+            (V::EvsReplLatency, Str(self.repl_latency.show(std::time::Instant::now(), self.setting(|s| s.stats_report_period)))),
             (V::EvsState, Str(if view.is_some() { "OPERATIONAL" } else { "CLOSED" }.into())),
             (V::GcommUuid, Str(self.my_id().to_string())),
             (V::GmcastSegment, Str("0".into())),

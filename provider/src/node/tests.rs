@@ -429,3 +429,19 @@ fn unsafe_grastate_refuses_bootstrap() {
     let node = Node::new(args, Box::new(App(server)));
     assert_eq!(node.connect("t", &bootstrap_address(), "", true), Status::NodeFail);
 }
+
+#[test]
+fn repl_latency_counts_this_nodes_commits_as_galera_shows_it() {
+    let h = start(temp_dir(), 1);
+    let StatValue::Str(before) = stat(&h.node, "evs_repl_latency") else { panic!("a string") };
+    assert_eq!(before, "0/0/0/0/0");
+    for i in 1..=3 {
+        h.commit(i, "x", COMMIT);
+    }
+    let StatValue::Str(after) = stat(&h.node, "evs_repl_latency") else { panic!("a string") };
+    let parts: Vec<f64> = after.split('/').map(|p| p.parse().unwrap()).collect();
+    let [min, avg, max, stddev, count] = parts[..] else { panic!("five numbers: {after}") };
+    assert_eq!(count, 3.0, "{after}");
+    assert!(0.0 < min && min <= avg && avg <= max && max < 10.0 && stddev >= 0.0, "{after}");
+    h.stop();
+}
