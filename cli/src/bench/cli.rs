@@ -30,6 +30,8 @@ options (lists are comma-separated):
   --tables N            sysbench tables (default 8)
   --table-size N        rows per table (default 10000)
   --dir DIR             clusters, raw outputs, report (default /tmp/lockstep-bench)
+  --keep-data           keep each cluster's data directories once measured
+                        (they take 1-5 GB a provider; logs and my.cnf stay)
   --base-port P         provider i uses ports P+100*i and up (default 28000)
   --output FILE         also write the report to FILE
   --mysqld-option K=V   [mysqld] option for every node (repeatable; default
@@ -271,6 +273,10 @@ fn parse(args: &[String]) -> Result<Option<BenchSpec>, String> {
         if !flag.starts_with("--") {
             return Err(format!("unexpected argument {flag:?}"));
         }
+        if flag == "--keep-data" && inline.is_none() {
+            spec.keep_data = true;
+            continue;
+        }
         let value = match inline {
             Some(v) => v,
             None => rest
@@ -379,7 +385,7 @@ mod tests {
             "--providers galera,/opt/x.so --nodes 5 --threads=1,4 --tests oltp_write_only \
              --targets node2,all --time 10 --warmup 0 --tables 2 --table-size 500 --dir /tmp/b \
              --base-port 29000 --output /tmp/r.txt --mysqld-option wsrep_slave_threads=4 \
-             --provider-option gcs.fc_limit=64;evs.send_window=512 --wan-delay-ms 7",
+             --provider-option gcs.fc_limit=64;evs.send_window=512 --keep-data --wan-delay-ms 7",
         ))
         .unwrap()
         .unwrap();
@@ -407,6 +413,7 @@ mod tests {
             ["gcs.fc_limit=64", "evs.send_window=512"]
         );
         assert_eq!(spec.wan_delay_ms, Some(7));
+        assert!(spec.keep_data && !BenchSpec::default().keep_data);
         assert!(spec.validate().is_ok());
     }
 

@@ -143,6 +143,8 @@ pub struct BenchSpec {
     pub fragments: Vec<u64>,
     /// lan: how many times the matrix runs, each on fresh clusters.
     pub repeat: u32,
+    /// Keep the clusters' data directories once measured (`--keep-data`).
+    pub keep_data: bool,
 }
 
 impl Default for BenchSpec {
@@ -167,6 +169,7 @@ impl Default for BenchSpec {
             rows: 500_000,
             fragments: vec![0, 10_000, 100_000, 1_000_000],
             repeat: 1,
+            keep_data: false,
         }
     }
 }

@@ -98,7 +98,22 @@ fn run_provider(spec: &BenchSpec, index: usize, log: &mut dyn FnMut(&str)) -> Pr
         }
     }
     say("cluster stopped");
+    drop_data(spec, &cluster, &mut say);
     run
+}
+
+/// Once a cluster is stopped, its data directories go unless asked to
+/// stay: 1-5 GB per provider and run, and a few runs filled a disk.
+fn drop_data(spec: &BenchSpec, cluster: &Cluster, say: &mut dyn FnMut(&str)) {
+    if spec.keep_data {
+        return;
+    }
+    for node in 1..=cluster.len() {
+        let data = cluster.spec().paths(node).datadir;
+        if let Err(e) = std::fs::remove_dir_all(&data) {
+            say(&format!("could not remove {}: {e}", data.display()));
+        }
+    }
 }
 
 /// A running cluster with the sysbench tables on every node (and the WAN
@@ -410,6 +425,7 @@ fn on_cluster<T>(
     let result = work(index, &cluster, say);
     cluster.stop_all();
     say("cluster stopped");
+    drop_data(spec, &cluster, say);
     result
 }
 
