@@ -85,16 +85,14 @@ pub enum Scenario {
 }
 
 impl Scenario {
+    const ALL: [Scenario; 6] = [Scenario::Cells, Scenario::BigTrx, Scenario::Freshness, Scenario::Drain, Scenario::Wan, Scenario::SlowNode];
+
     pub fn parse(text: &str) -> std::result::Result<Scenario, String> {
-        match text {
-            "cells" | "lan" => Ok(Scenario::Cells),
-            "big-trx" => Ok(Scenario::BigTrx),
-            "freshness" => Ok(Scenario::Freshness),
-            "drain" => Ok(Scenario::Drain),
-            "wan" => Ok(Scenario::Wan),
-            "slow-node" => Ok(Scenario::SlowNode),
-            _ => Err(format!("scenario must be lan (or cells), wan, slow-node, big-trx, freshness or drain, not {text:?}")),
-        }
+        let name = if text == "cells" { "lan" } else { text };
+        Scenario::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| format!("scenario must be lan (or cells), wan, slow-node, big-trx, freshness or drain, not {text:?}"))
     }
 
     /// As `--scenario` names it.
@@ -403,6 +401,18 @@ mod tests {
         assert!(Target::parse("every").is_err());
         assert_eq!(Target::All.nodes(3), [1, 2, 3]);
         assert_eq!(Target::Node(2).nodes(3), [2]);
+    }
+
+    #[test]
+    fn every_scenario_parses_from_its_name() {
+        for s in Scenario::ALL {
+            assert_eq!(Scenario::parse(s.name()), Ok(s));
+        }
+        // Every name the help text gives.
+        for name in ["lan", "cells", "wan", "slow-node", "big-trx", "freshness", "drain"] {
+            assert!(Scenario::parse(name).is_ok(), "{name}");
+        }
+        assert_eq!(Scenario::parse("cells"), Ok(Scenario::Cells));
     }
 
     #[test]
