@@ -175,7 +175,8 @@ impl Shared {
             Some(aborted) => pending.wait_or(|| aborted.load(Ordering::SeqCst), || group.cancel(token)),
         };
         if let Outcome::Ordered { .. } = outcome {
-            self.repl_latency.record(started.elapsed(), std::time::Instant::now(), self.setting(|s| s.stats_report_period));
+            let now = std::time::Instant::now();
+            self.repl_latency.record(now.saturating_duration_since(started), now, self.setting(|s| s.stats_report_period));
         }
         if ws.encoded_len() >= super::BIG_WRITESET {
             // Rare and heavy: the operator sees where its time went.
