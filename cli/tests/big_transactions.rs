@@ -3,7 +3,8 @@
 //! 64 MiB, which once wedged the cluster), the same with streaming
 //! replication in 10,000-byte fragments (which once crashed the applying
 //! node: two fragments of the transaction applied at once), and a node
-//! whose apply fails (it must leave, not stay Primary with other data).
+//! whose apply fails (it must leave, not stay Primary with other data;
+//! `consistency_vote.rs` has the 3-node case).
 //!
 //! Environment, besides common's:
 //! - `LOCKSTEP_TEST_BIG_ROWS`: rows of the big table (default 300,000:
@@ -218,8 +219,8 @@ fn a_big_update_commits_under_load_with_and_without_streaming() {
     cluster.down().unwrap();
 }
 
-/// Until the cluster votes on apply errors, a node that cannot apply what
-/// the others committed leaves (Galera's inconsistency rule): it never
+/// A node that cannot apply what the other committed loses the
+/// consistency vote (1 against 1: success wins a tie) and leaves: it never
 /// stays Primary with other data. As with Galera, its server stays up,
 /// Disconnected, until the operator restarts it.
 #[test]

@@ -319,7 +319,7 @@ registry! {
     GcsSyncDonor GCS_SYNC_DONOR BoolKey = "gcs.sync_donor", BOOL, shown("no"), Dynamic,
         Verbatim, false, true, "A donor in state transfer still takes part in flow control";
     GcsVotePolicy GCS_VOTE_POLICY IntKey = "gcs.vote_policy", int(0, 255), hidden("0"), Static,
-        Verbatim, false, false, "How apply-error votes are decided";
+        Verbatim, false, true, "How apply-error votes are decided: 0 the most votes win, N > 0 N successes win";
     GmcastGroup GMCAST_GROUP StrKey = "gmcast.group", STR, HIDDEN, Static, Verbatim, false, false,
         "Group name (normally from wsrep_cluster_name)";
     GmcastIsolate GMCAST_ISOLATE IntKey = "gmcast.isolate", dec(0, 2), hidden("0"), Action,
@@ -565,6 +565,7 @@ mod tests {
                 "gcs.fc_master_slave",
                 "gcs.fc_single_primary",
                 "gcs.sync_donor",
+                "gcs.vote_policy",
                 "gmcast.isolate",
                 "ist.recv_addr",
                 "ist.recv_bind",

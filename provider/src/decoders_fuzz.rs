@@ -39,6 +39,7 @@ fn entries() -> Vec<Entry> {
         Entry::Fence { origin: Uuid([1; 16]), token: 3 },
         Entry::Weight { member: Uuid([2; 16]), weight: 2 },
         Entry::Piece { origin: Uuid([1; 16]), token: 9, total: 3 << 20, offset: 1 << 20, data: Bytes::from_static(b"piece") },
+        Entry::Vote { member: Uuid([3; 16]), seqno: 8, code: 1 << 63 | 4, policy: 0, message: "Error_code: 1062;".into() },
     ]
 }
 

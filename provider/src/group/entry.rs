@@ -10,6 +10,7 @@
 //! Fence        origin uuid 16 | token u64
 //! Weight       member uuid 16 | weight u32
 //! Piece        origin uuid 16 | token u64 | total u64 | offset u64 | bytes...
+//! Vote         member uuid 16 | seqno i64 | code u64 | policy u8 | message str
 //! member := uuid 16 | name str | incoming str | address str ; str := len u16 | utf-8
 //! ```
 //!
@@ -80,6 +81,10 @@ pub enum Entry {
     /// Bytes `offset..offset+data.len()` of a payload of `total` bytes too
     /// large for one entry (see `pieces`); the last piece orders it.
     Piece { origin: Uuid, token: u64, total: u64, offset: u64, data: Bytes },
+    /// A member's consistency vote on `seqno` (see `vote`): `code` is
+    /// `vote::SUCCESS` or the digest of its error, `policy` its
+    /// `gcs.vote_policy`, `message` the error for the others' logs.
+    Vote { member: Uuid, seqno: Seqno, code: u64, policy: u8, message: String },
 }
 
 /// The context of a Raft conf-change entry.
@@ -101,6 +106,7 @@ const STATE_REQUEST: u8 = 4;
 const FENCE: u8 = 5;
 const WEIGHT: u8 = 6;
 const PIECE: u8 = 7;
+const VOTE: u8 = 8;
 const BOOTSTRAP: u8 = 10;
 const ADD: u8 = 11;
 const PROMOTE: u8 = 12;
@@ -142,6 +148,14 @@ impl Entry {
                 }
                 out.extend_from_slice(data);
             }
+            Entry::Vote { member, seqno, code, policy, message } => {
+                out.push(VOTE);
+                out.extend_from_slice(&member.0);
+                out.extend_from_slice(&seqno.to_le_bytes());
+                out.extend_from_slice(&code.to_le_bytes());
+                out.push(*policy);
+                put_str(&mut out, message);
+            }
             Entry::MemberState { member, transition, seqno } => {
                 out.push(MEMBER_STATE);
                 out.extend_from_slice(&member.0);
@@ -182,6 +196,13 @@ impl Entry {
                 let origin = r.uuid()?;
                 let (token, total, offset) = (r.u64()?, r.u64()?, r.u64()?);
                 Ok(Entry::Piece { origin, token, total, offset, data: buf.slice(r.pos..) })
+            }
+            VOTE => {
+                let member = r.uuid()?;
+                let (seqno, code, policy) = (r.u64()? as Seqno, r.u64()?, r.u8()?);
+                let message = r.string()?;
+                r.end()?;
+                Ok(Entry::Vote { member, seqno, code, policy, message })
             }
             WEIGHT => {
                 let member = r.uuid()?;
@@ -316,6 +337,7 @@ mod tests {
         round_trip(Entry::MemberState { member: Uuid::random(), transition: Transition::Rejoin, seqno: -1 });
         round_trip(Entry::Weight { member: Uuid::random(), weight: 255 });
         round_trip(Entry::Fence { origin: Uuid::random(), token: 9 });
+        round_trip(Entry::Vote { member: Uuid::random(), seqno: 12, code: 1 << 63 | 7, policy: 0, message: "Duplicate entry '1'".into() });
         round_trip(Entry::Piece { origin: Uuid::random(), token: 5, total: 3 << 20, offset: 1 << 20, data: Bytes::from_static(b"rows") });
         let req = Entry::StateRequest {
             joiner: Uuid::random(),

@@ -24,6 +24,7 @@ pub mod pieces;
 mod proposals;
 pub mod quorum;
 pub mod weights;
+pub mod vote;
 mod weighted;
 pub mod ready;
 pub mod recovery;
@@ -281,6 +282,12 @@ impl Group {
     pub fn member_state(&self, transition: Transition, seqno: Seqno) -> Result<(), GroupError> {
         let data = Entry::MemberState { member: self.me.id, transition, seqno }.encode();
         self.command(Command::Send(data))
+    }
+
+    /// Casts this member's consistency vote on `seqno` (see `vote`).
+    pub fn vote(&self, seqno: Seqno, code: u64, policy: u8, message: &str) -> Result<(), GroupError> {
+        let entry = Entry::Vote { member: self.me.id, seqno, code, policy, message: message.into() };
+        self.command(Command::Send(entry.encode()))
     }
 
     /// Asks the group for a state transfer to this member (the server's

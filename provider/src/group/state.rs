@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use super::entry::{Entry, IstRequest, MemberInfo, Membership, Transition};
 use super::pieces::{Assembled, Assemblies};
+use super::vote::{Tally, Votes};
 use super::weights;
 use crate::gtid::{Seqno, Uuid};
 
@@ -125,6 +126,16 @@ pub enum GroupEvent {
     Assembling { origin: Uuid, token: u64, bytes: u64 },
     /// A local proposal will never be ordered (no leader would take it).
     ProposalFailed { token: u64 },
+    /// A member voted on `seqno` (see `vote`), for the log.
+    Vote { member: Uuid, seqno: Seqno, code: u64, message: String },
+    /// Another member failed `seqno`: this one votes once it has applied it.
+    VoteRequest { seqno: Seqno },
+    /// The group's result on `seqno`: `vote::SUCCESS` or the winning
+    /// digest.
+    VoteResult { seqno: Seqno, result: u64 },
+    /// This member's vote on `seqno` came after the group's result, or
+    /// from a member without the state: the answer for it alone.
+    VoteAnswer { seqno: Seqno, result: u64 },
     /// The Raft state was replaced by a snapshot: `node` carries the node
     /// layer's part (its certification index), `view` the configuration
     /// the snapshot holds (no seqno of its own: it is the current one).
@@ -181,11 +192,13 @@ pub struct GroupState {
     /// Writesets whose pieces are being committed (never in a snapshot:
     /// see `may_snapshot`).
     assembling: Assemblies,
+    /// The consistency votes (no vote under way in a snapshot either).
+    votes: Votes,
 }
 
 impl GroupState {
     pub fn new(me: Uuid) -> GroupState {
-        GroupState { me, history: Uuid::NIL, seqno: -1, conf_id: 0, component: None, members: Vec::new(), fenced: BTreeMap::new(), assembling: Assemblies::default() }
+        GroupState { me, history: Uuid::NIL, seqno: -1, conf_id: 0, component: None, members: Vec::new(), fenced: BTreeMap::new(), assembling: Assemblies::default(), votes: Votes::default() }
     }
 
     /// Whether a snapshot may be taken now: not while a writeset is half
@@ -193,8 +206,16 @@ impl GroupState {
     /// last pieces of a writeset without its first (it could neither
     /// certify nor apply it). The wait is bounded by the writeset's own
     /// pieces, or its origin's fence or departure.
+    ///
+    /// Nor during a vote: the votes cast so far are not in a snapshot.
+    /// That wait is bounded by the members' answers, or their departure.
     pub fn may_snapshot(&self) -> bool {
-        self.assembling.is_empty()
+        self.assembling.is_empty() && !self.voting()
+    }
+
+    /// A consistency vote is under way.
+    pub fn voting(&self) -> bool {
+        self.votes.open()
     }
 
     /// Bytes of writesets being assembled.
@@ -272,6 +293,41 @@ impl GroupState {
                     m.weight = weight;
                 }
             }
+            Entry::Vote { member, seqno, code, policy, message } => self.vote(member, (seqno, code, policy), &message, out),
+        }
+    }
+
+    /// The members whose votes count: those that hold the state (Galera
+    /// counts synced, joined and donor members alike).
+    fn counted(&self) -> Vec<Uuid> {
+        let holds = |m: &&Member| matches!(m.state, MemberState::Synced | MemberState::Joined | MemberState::Donor);
+        self.members.iter().filter(holds).map(|m| m.info.id).collect()
+    }
+
+    fn vote(&mut self, member: Uuid, (seqno, code, policy): (Seqno, u64, u8), message: &str, out: &mut Vec<GroupEvent>) {
+        if !self.is_primary() || self.member(member).is_none() {
+            return;
+        }
+        let counted = self.counted();
+        let tallies = self.votes.cast((member, seqno, code, policy), &counted, self.me);
+        out.push(GroupEvent::Vote { member, seqno, code, message: message.to_string() });
+        self.push_tallies(tallies, out);
+    }
+
+    /// After members left or changed state: a vote may be decided now.
+    fn recount_votes(&mut self, out: &mut Vec<GroupEvent>) {
+        let counted = self.counted();
+        let tallies = self.votes.members_changed(&counted, self.me);
+        self.push_tallies(tallies, out);
+    }
+
+    fn push_tallies(&self, tallies: Vec<Tally>, out: &mut Vec<GroupEvent>) {
+        for t in tallies {
+            out.push(match t {
+                Tally::Request(seqno) => GroupEvent::VoteRequest { seqno },
+                Tally::Decided { seqno, result } => GroupEvent::VoteResult { seqno, result },
+                Tally::Answer { seqno, result } => GroupEvent::VoteAnswer { seqno, result },
+            });
         }
     }
 
@@ -333,8 +389,10 @@ impl GroupState {
     /// configuration ids go on.
     pub fn reform(&mut self) {
         self.members.clear();
-        // Their remaining pieces stay in the old group's log.
+        // Their remaining pieces stay in the old group's log, and so do
+        // their votes.
         self.assembling.clear();
+        self.votes.members_changed(&[], self.me);
     }
 
     fn add(&mut self, member: MemberInfo, out: &mut Vec<GroupEvent>) {
@@ -370,6 +428,7 @@ impl GroupState {
             return;
         }
         self.primary_view(out);
+        self.recount_votes(out);
     }
 
     /// A primary configuration change: consumes a seqno.
@@ -416,6 +475,7 @@ impl GroupState {
         }
         if (m.state, m.desync_count) != before {
             out.push(GroupEvent::MemberState { member: id, state: m.state, desync_count: m.desync_count });
+            self.recount_votes(out);
         }
     }
 

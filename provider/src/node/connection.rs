@@ -58,6 +58,7 @@ impl Shared {
 
     fn start_group(self: &Arc<Self>, cluster_name: &str, mode: Mode, bootstrap: bool, donor: &str) -> Status {
         self.queue.open();
+        self.ballots.reset();
         self.local.reopen();
         self.local.reset(0);
         self.apply.reopen();

@@ -126,6 +126,10 @@ impl Shared {
             // what they cover); others' say nothing to this node. Pieces
             // of big writesets likewise (the driver drops them).
             GroupEvent::Fenced { .. } | GroupEvent::Assembling { .. } => {}
+            GroupEvent::Vote { member, seqno, code, message } => self.on_vote(member, seqno, code, &message),
+            GroupEvent::VoteRequest { seqno } => self.on_vote_request(seqno),
+            GroupEvent::VoteResult { seqno, result } => self.on_vote_result(seqno, result),
+            GroupEvent::VoteAnswer { seqno, result } => self.ballots.decided(seqno, result),
             GroupEvent::Restored { node, view } => self.on_restored(&node, view),
             GroupEvent::Rejoining => self.on_rejoining(),
             GroupEvent::Bootstrapping => self.status().bootstrapping = true,

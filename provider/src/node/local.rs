@@ -316,12 +316,10 @@ impl Shared {
             Opaque::Applier(seqno) if !self.apply.is_entered(seqno) => Status::TrxMissing,
             Opaque::Applier(seqno) => {
                 if !error.is_empty() {
-                    // Galera would start a consistency vote here; without
-                    // one, the node that failed leaves (see `inconsistent`).
-                    // A note: the server logged the error, and `inconsistent`
-                    // says what it means in Galera's words.
+                    // The server logged the error; the vote decides what
+                    // it means, before anything after it commits here.
                     log::info!("applying seqno {} failed on this node: {}", seqno, String::from_utf8_lossy(error));
-                    self.note_apply_failure(seqno);
+                    self.apply_error(seqno, error);
                 }
                 self.commit.finish(seqno);
                 super::capacity::turn_ended(std::time::Instant::now());

@@ -31,6 +31,7 @@ pub mod state;
 mod stats;
 mod toi;
 mod trx;
+mod vote;
 pub mod types;
 
 use std::collections::HashMap;
@@ -148,6 +149,8 @@ pub struct Shared {
     /// Its data may differ from the cluster's from there on: it stops
     /// applying and leaves (see `applier::inconsistent`).
     apply_failed: AtomicI64,
+    /// This node's consistency votes (see `vote`).
+    ballots: vote::Ballots,
     /// Joined, waiting for the backlog to drain before syncing.
     awaiting_sync: std::sync::atomic::AtomicBool,
     /// This connection has seen a view it is a member of: before that,
@@ -280,6 +283,7 @@ impl Node {
             last_ordered: AtomicI64::new(position.seqno),
             skip_upto: AtomicI64::new(SEQNO_UNDEFINED),
             apply_failed: AtomicI64::new(SEQNO_UNDEFINED),
+            ballots: Default::default(),
             awaiting_sync: Default::default(),
             in_view: Default::default(),
             fc_requested: Default::default(),

@@ -21,6 +21,8 @@ pub struct Settings {
     /// `gcs.fc_limit` and `gcs.fc_factor`.
     pub fc_limit: i64,
     pub fc_factor: f64,
+    /// `gcs.vote_policy` (see `group::vote`).
+    pub vote_policy: u8,
     /// `gcs.fc_single_primary` (or the deprecated `gcs.fc_master_slave`).
     pub fc_single_primary: bool,
     /// `lockstep.max_lag_ms`: the staleness flow control holds each
@@ -71,6 +73,7 @@ impl Default for Settings {
             cert_max_length: crate::cert::DEFAULT_MAX_LENGTH,
             fc_limit: 16,
             fc_factor: 1.0,
+            vote_policy: 0,
             fc_single_primary: false,
             max_lag_ms: 0,
             hang_appliers: false,
@@ -102,6 +105,7 @@ impl Settings {
             cert_max_length: cfg.get(keys::CERT_MAX_LENGTH).max(1) as usize,
             fc_limit: cfg.get(keys::GCS_FC_LIMIT),
             fc_factor: cfg.get(keys::GCS_FC_FACTOR),
+            vote_policy: cfg.get(keys::GCS_VOTE_POLICY).clamp(0, 255) as u8,
             fc_single_primary: cfg.get(keys::GCS_FC_SINGLE_PRIMARY) || cfg.get(keys::GCS_FC_MASTER_SLAVE),
             max_lag_ms: cfg.get(keys::LOCKSTEP_MAX_LAG_MS).max(0) as u64,
             hang_appliers: cfg.get(keys::LOCKSTEP_DEBUG_HANG_APPLIERS),

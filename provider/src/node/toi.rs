@@ -89,12 +89,20 @@ impl Shared {
             log::warning!("to_execute_end for connection {} without a TOI", conn_id);
             return Status::Ok;
         };
+        // As for apply errors: the group votes on a failed TOI, before
+        // anything after it commits here.
         if !error.is_empty() {
-            // As for apply errors: no consistency vote yet, only the record.
             log::info!("TOI {} failed on this node: {}", seqno, String::from_utf8_lossy(error));
+            self.apply_error(seqno, error);
         }
         self.commit.leave(seqno);
         self.apply.leave(seqno);
+        if self.apply_failed.load(std::sync::atomic::Ordering::SeqCst) == seqno {
+            log::error!("Inconsistency detected: Inconsistent by consensus on {}:{} (this node failed a TOI the others executed; it leaves the cluster)", self.history(), seqno);
+            self.leave_inconsistent();
+        }
+        // Ok whatever the vote said, as Galera answers: the server logs
+        // any other answer as a failure of its own.
         Status::Ok
     }
 }

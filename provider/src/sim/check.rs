@@ -7,7 +7,9 @@
 //! * durability: every writeset acknowledged to its client as committed is
 //!   in the final sequence that the surviving members reach;
 //! * one primary component: once a partition has lasted past the quorum
-//!   grace, the members that say they are primary are all on one side.
+//!   grace, the members that say they are primary are all on one side;
+//! * votes: every member that sees a consistency vote decided sees the
+//!   same result.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -29,6 +31,8 @@ pub enum Note {
     NonPrimary,
     /// The member failed its client's writeset (`token`: the client's).
     Failed { token: u64 },
+    /// The group's consistency vote on `seqno` ended with `result`.
+    Voted { seqno: Seqno, result: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +56,9 @@ pub struct Checker {
     /// Seqnos whose verdict was checked against the reference.
     pub certified: u64,
     pub conflicts: u64,
+    /// Consistency votes decided: seqno -> result, the same on every
+    /// member.
+    votes: BTreeMap<Seqno, u64>,
 }
 
 impl Checker {
@@ -73,6 +80,10 @@ impl Checker {
                 self.sequences.entry(member).or_default().restart(None);
                 Ok(())
             }
+            Note::Voted { seqno, result } => match *self.votes.entry(seqno).or_insert(result) {
+                r if r == result => Ok(()),
+                r => Err(format!("node{} decided {:x} on the vote over {}, another member {:x}", member + 1, result, seqno, r)),
+            },
             Note::NonPrimary | Note::Failed { .. } => Ok(()),
         }
     }

@@ -95,6 +95,40 @@ struct SimNode {
     /// Rejoining after an eviction: the log's views of this member's
     /// previous incarnation replay, and only feed certification.
     rejoining: bool,
+    /// The consistency vote, as `node::vote` plays it.
+    votes: SimVotes,
+}
+
+/// A member whose "data" diverged: it fails the next writeset it applies
+/// and votes on it, the others vote success when asked, and whoever the
+/// result goes against leaves.
+#[derive(Default)]
+struct SimVotes {
+    me: Uuid,
+    /// Fail the next writeset applied here (the `Diverge` fault).
+    fail_next: bool,
+    /// This member's votes, by seqno.
+    mine: std::collections::BTreeMap<Seqno, u64>,
+    /// Votes to send at the next node tick.
+    outbox: Vec<Entry>,
+    /// A result went against this member: it leaves.
+    lost: bool,
+}
+
+impl SimVotes {
+    fn cast(&mut self, seqno: Seqno, code: u64) {
+        if self.mine.contains_key(&seqno) {
+            return; // once per seqno, as `node::vote::Ballots`
+        }
+        self.mine.insert(seqno, code);
+        self.outbox.push(Entry::Vote { member: self.me, seqno, code, policy: 0, message: "sim: diverged".into() });
+    }
+
+    fn result(&mut self, seqno: Seqno, result: u64) {
+        if self.mine.get(&seqno).is_some_and(|&mine| mine != result) {
+            self.lost = true;
+        }
+    }
 }
 
 impl SimNode {
@@ -113,6 +147,9 @@ impl SimNode {
                 };
                 if self.in_view {
                     self.backlog += 1;
+                    if pass && std::mem::take(&mut self.votes.fail_next) {
+                        self.votes.cast(seqno, group::vote::digest(HISTORY, seqno, b"diverged"));
+                    }
                 }
                 self.notes.push(Note::Ordered { seqno, origin, token, ws: payload, pass });
             }
@@ -155,6 +192,13 @@ impl SimNode {
             }
             GroupEvent::Halted { index } => self.halted = Some(index),
             GroupEvent::ProposalFailed { token } => self.notes.push(Note::Failed { token }),
+            // The simulated appliers apply what others failed: success.
+            GroupEvent::VoteRequest { seqno } if self.in_view => self.votes.cast(seqno, group::vote::SUCCESS),
+            GroupEvent::VoteResult { seqno, result } => {
+                self.votes.result(seqno, result);
+                self.notes.push(Note::Voted { seqno, result });
+            }
+            GroupEvent::VoteAnswer { seqno, result } => self.votes.result(seqno, result),
             _ => {}
         }
     }
@@ -238,6 +282,16 @@ impl Driven {
             let seqno = self.driver.group_state().seqno();
             self.command(Command::Send(Entry::MemberState { member: self.info.id, transition, seqno }.encode()));
         }
+        let (votes, lost) = {
+            let mut n = self.node();
+            (std::mem::take(&mut n.votes.outbox), n.votes.lost)
+        };
+        for vote in votes {
+            self.command(Command::Send(vote.encode()));
+        }
+        if lost && self.leave.is_none() {
+            self.leave(); // inconsistent: as `node::connection::leave_inconsistent`
+        }
     }
 }
 
@@ -290,6 +344,7 @@ impl Driven {
             halted: None,
             last_view: None,
             rejoining: false,
+            votes: SimVotes { me: id, ..SimVotes::default() },
         }));
         let (commands, inbox) = crate::group::commands::queue();
         let links = Arc::new(SimLinks::default());
@@ -337,6 +392,18 @@ impl Driven {
         let (reply, done) = std::sync::mpsc::channel();
         self.command(Command::Leave(reply));
         self.leave = Some(done);
+    }
+
+    /// The next writeset this member applies fails here (its data
+    /// diverged from the others').
+    pub fn diverge(&mut self, on: bool) {
+        self.node().votes.fail_next = on;
+    }
+
+    /// It failed a writeset and voted on it (see `diverge`).
+    pub fn has_diverged(&self) -> bool {
+        let n = self.node();
+        n.votes.mine.values().any(|&v| v != group::vote::SUCCESS)
     }
 
     /// The leave is done (the process would exit now).

@@ -7,7 +7,9 @@
 //! member and view, the position of their data), all killed at once and
 //! recovering the component together (pc.recovery), or leaving
 //! gracefully (a server's shutdown, through the driver's Leave and its
-//! phases), a conflicting client load, and the invariants of `check`
+//! phases), a member whose data diverged (it fails a writeset, loses the
+//! consistency vote and leaves), a conflicting client load, and the
+//! invariants of `check`
 //! after every step. Sockets, threads and clocks are the simulation's:
 //! no rule of the group is written twice.
 //!
@@ -102,6 +104,9 @@ enum Fault {
     /// together and recover the primary component from what each kept
     /// (`group::recovery`, Galera's pc.recovery).
     Outage,
+    /// A member's data diverged: it fails the next writeset it applies,
+    /// the group votes (`group::vote`), and it loses and leaves.
+    Diverge,
 }
 
 struct Sim {
@@ -406,6 +411,7 @@ impl Sim {
         // (Galera's rule too): not a fault the run recovers from.
         let may_go = live.len() == n && !self.decides_quorum(victim);
         let fault = match self.rng.below(6) {
+            0 if may_go => Fault::Diverge,
             0 => Fault::None,
             1 => Fault::Partition,
             2 => Fault::Freeze,
@@ -430,6 +436,10 @@ impl Sim {
             Fault::Outage => live.iter().for_each(|i| self.kill(*i)),
             Fault::Leave => {
                 self.members[victim].leave();
+                self.leaving = Some(victim);
+            }
+            Fault::Diverge => {
+                self.members[victim].diverge(true);
                 self.leaving = Some(victim);
             }
             Fault::None => {}
@@ -468,6 +478,20 @@ impl Sim {
             Fault::Freeze => {
                 for until in &mut self.frozen_until {
                     *until = (*until).min(self.now);
+                }
+            }
+            // One that failed a writeset is out or on its way: it comes
+            // back as a new node, which a state transfer would give the
+            // cluster's data. One that applied nothing meanwhile stays.
+            Fault::Diverge => {
+                if let Some(i) = self.leaving.take() {
+                    match self.members[i].has_diverged() {
+                        true => {
+                            self.crashed[i] = true;
+                            self.start_node(self.members[i].weight(), None);
+                        }
+                        false => self.members[i].diverge(false),
+                    }
                 }
             }
             Fault::None => {}
@@ -572,6 +596,9 @@ impl Sim {
         };
         let top = self.members[leader].position();
         self.check.durable(&[(leader, top)])?;
+        if self.members[leader].state().voting() {
+            return Err("a consistency vote is still open after the cluster settled".into());
+        }
         let view: Vec<Uuid> = self.members[leader].state().members().iter().map(|m| m.info.id).collect();
         let mut stuck = Vec::new();
         for i in survivors {

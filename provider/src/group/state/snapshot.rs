@@ -3,19 +3,20 @@
 //! ```text
 //! version u8 (1) | history 16 | seqno i64 | conf_id i64 | member count u32
 //! | (member | state u8 | desync u32 | voter u8 | weight u32)* | fenced count u32 | (uuid 16 | token u64)*
-//! | known u8 | (former 16 | from i64 if known)
+//! | known u8 | (former 16 | from i64 if known) | votes (see `vote`)
 //! ```
 //!
 //! Version 3 added the component (optional: a state bootstrapped before it
-//! existed has none). Version 2 snapshots still restore.
+//! existed has none), version 4 the last vote decided. Version 2
+//! snapshots still restore.
 
 use super::{GroupState, Member, MemberState};
 use crate::group::entry::{decode_member, encode_member};
 use crate::wire::{Reader, WireError};
 use crate::gtid::Uuid;
 
-// 2: members carry their weight. 3: the component.
-const VERSION: u8 = 3;
+// 2: members carry their weight. 3: the component. 4: votes.
+const VERSION: u8 = 4;
 const OLDEST: u8 = 2;
 
 fn state_byte(s: MemberState) -> u8 {
@@ -61,6 +62,7 @@ impl GroupState {
         if let Some(c) = self.component {
             c.encode(&mut out);
         }
+        self.votes.encode(&mut out);
         out
     }
 
@@ -89,6 +91,9 @@ impl GroupState {
         }
         if version >= 3 && r.u8()? != 0 {
             g.component = Some(super::Component::decode(&mut r)?);
+        }
+        if version >= 4 {
+            g.votes = crate::group::vote::Votes::decode(&mut r)?;
         }
         r.end()?;
         Ok(g)

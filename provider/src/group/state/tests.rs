@@ -161,9 +161,10 @@ fn a_reform_is_a_new_component_and_snapshots_carry_it() {
     let second = g.component().unwrap();
     assert_ne!(first, second, "the group a reform left must be told apart from the new one");
     assert_eq!(GroupState::decode(a, &g.encode()).unwrap().component(), Some(second));
-    // A version 2 snapshot (before components) restores, without one.
+    // A version 2 snapshot (before components and votes) restores,
+    // without them.
     let mut old = boot(a, 41).encode();
-    old.truncate(old.len() - 25);
+    old.truncate(old.len() - 25 - 24);
     old[0] = 2;
     assert_eq!(GroupState::decode(a, &old).unwrap().component(), None);
 }
@@ -219,4 +220,33 @@ fn a_writeset_in_pieces_is_ordered_at_its_last_piece() {
     apply(&mut g, piece(0));
     membership(&mut g, Membership::Remove { member: b });
     assert!(g.may_snapshot(), "a departed member's pieces are dropped");
+}
+
+#[test]
+fn a_vote_is_decided_alike_on_every_member_and_snapshots_wait_for_it() {
+    use crate::group::vote::SUCCESS;
+    let (a, b, c) = (Uuid::random(), Uuid::random(), Uuid::random());
+    let mut g = boot(a, 10);
+    for (id, name) in [(b, "node2"), (c, "node3")] {
+        membership(&mut g, Membership::Add { member: member(id, name) });
+        for t in [Transition::Join, Transition::Sync] {
+            g.apply(Entry::MemberState { member: id, transition: t, seqno: -1 }, &mut Vec::new());
+        }
+    }
+    let vote = |m, code| Entry::Vote { member: m, seqno: 20, code, policy: 0, message: String::new() };
+    let mut out = vec![];
+    g.apply(vote(c, 1 << 63 | 5), &mut out);
+    assert!(out.contains(&GroupEvent::VoteRequest { seqno: 20 }), "{out:?}");
+    assert!(!g.may_snapshot(), "the votes cast are not in a snapshot");
+    g.apply(vote(a, SUCCESS), &mut out);
+    // c, which failed, leaves: a's success wins over b's missing vote
+    // (success wins ties).
+    let out = membership(&mut g, Membership::Remove { member: c });
+    assert!(out.contains(&GroupEvent::VoteResult { seqno: 20, result: SUCCESS }), "{out:?}");
+    assert!(g.may_snapshot());
+    let restored = GroupState::decode(b, &g.encode()).unwrap();
+    let mut late = vec![];
+    let mut h = restored.clone();
+    h.apply(vote(a, 1 << 63 | 9), &mut late);
+    assert!(!late.iter().any(|e| matches!(e, GroupEvent::VoteRequest { .. } | GroupEvent::VoteResult { .. })), "an outdated vote, after a restore too: {late:?}");
 }
