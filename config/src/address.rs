@@ -42,12 +42,11 @@ pub fn parse_cluster_address(address: &str) -> Result<ClusterAddress, OptionErro
     };
     let (scheme, rest) = match node::split_scheme(address.trim()) {
         (Some(s), rest) => (s, rest),
-        (None, _) => return Err(bad("expected gcomm://host[:port],...".to_string())),
+        // Galera's words first: mtr tests suppress its lines by them.
+        (None, _) => return Err(bad("Invalid backend URI (expected gcomm://host[:port],...)".to_string())),
     };
     if scheme != "gcomm" {
-        return Err(bad(format!(
-            "backend '{scheme}' not supported, only gcomm://"
-        )));
+        return Err(bad(format!("Backend not supported: {scheme} (only gcomm://)")));
     }
     let (hosts, query) = rest.split_once('?').unwrap_or((rest, ""));
     Ok(ClusterAddress {
@@ -130,8 +129,9 @@ mod tests {
     #[test]
     fn malformed_addresses_are_refused_clearly() {
         for (bad, why) in [
-            ("foo://", "backend 'foo' not supported"),
-            ("127.0.0.1:4567", "expected gcomm://"),
+            ("foo://", "Backend not supported: foo"),
+            ("127.0.0.1:4567", "Invalid backend URI (expected gcomm://"),
+            ("NULL", "Invalid backend URI"),
             ("gcomm://h:abc", "Can't parse port number from 'abc'"),
             ("gcomm://h?novalue", "is not key=value"),
             ("gcomm://h?=1", "is not key=value"),

@@ -180,9 +180,12 @@ pub unsafe extern "C" fn connect(
     with(w, "connect", |p| {
         let address = match lockstep_config::parse_cluster_address(&url) {
             Ok(a) => a,
+            // NODE_FAIL, as Galera answers a connect that fails: the
+            // server logs "wsrep::connect(...) failed: 7", which the
+            // galera suite expects.
             Err(e) => {
                 log::error!("{}", e);
-                return Status::ConnFail;
+                return Status::NodeFail;
             }
         };
         if let Err(s) = p.address_options(&address) {

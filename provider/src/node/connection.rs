@@ -119,7 +119,7 @@ impl Shared {
                 log::error!("cannot start group communication: {}", e);
                 self.status().state = NodeState::Closed;
                 self.queue.close();
-                Status::ConnFail
+                Status::NodeFail // as Galera's failed gcs connect
             }
         }
     }
