@@ -24,6 +24,22 @@ impl Uuid {
         Uuid(b)
     }
 
+    /// A random UUID whose first 48 bits are the Unix time in ms,
+    /// big-endian (RFC 9562's version 7): one made later sorts later, in
+    /// its text form too. Member ids are made so because the server keeps
+    /// a view's members sorted by id (`mysql.wsrep_cluster_members`) and a
+    /// joiner takes its index, hence its `auto_increment_offset`, from
+    /// that order after a state transfer: it must be the order the nodes
+    /// connected in, as Galera's time-based ids give it.
+    pub fn time_ordered() -> Uuid {
+        let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        let mut b = random_bytes();
+        b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+        b[6] = (b[6] & 0x0f) | 0x70;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        Uuid(b)
+    }
+
     pub fn is_nil(&self) -> bool {
         *self == Uuid::NIL
     }
@@ -149,5 +165,15 @@ mod tests {
         assert_ne!(a, b);
         assert_ne!(a.raft_id(), 0);
         assert_ne!(Uuid::NIL.raft_id(), 0);
+    }
+
+    #[test]
+    fn time_ordered_uuids_sort_as_made_in_text_too() {
+        let a = Uuid::time_ordered();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = Uuid::time_ordered();
+        assert!(a.to_string() < b.to_string(), "{a} {b}");
+        assert_eq!(&a.to_string()[14..15], "7", "version 7");
+        assert_ne!(a.raft_id(), b.raft_id());
     }
 }

@@ -80,7 +80,7 @@ impl Shared {
         self.drain_to.store(SEQNO_UNDEFINED, std::sync::atomic::Ordering::SeqCst);
         let me = {
             let mut me = self.me.write().unwrap_or_else(|e| e.into_inner());
-            me.id = Uuid::random();
+            me.id = Uuid::time_ordered();
             me.clone()
         };
         let settings = self.settings();

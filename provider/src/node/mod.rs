@@ -233,7 +233,7 @@ impl Node {
         let mut saved = SavedState::open(&args.data_dir);
         let position = start_position(&mut saved, args.state_id);
         let me = MemberInfo {
-            id: Uuid::random(),
+            id: Uuid::time_ordered(),
             name: args.node_name,
             incoming: args.node_incoming,
             address: args.settings.group_address.clone(),
