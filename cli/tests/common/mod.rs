@@ -108,6 +108,17 @@ pub fn status_var(node: Node, name: &str) -> String {
         .unwrap_or_else(|e| panic!("{}: {name}: {e}", node.name()))
 }
 
+/// Waits until `node` is out of the cluster with its server up
+/// (`wsrep_cluster_status` Disconnected), or fails the test saying `why`
+/// it should have left, with the tail of its log.
+pub fn wait_disconnected(node: Node, within: Duration, why: &str) {
+    let deadline = std::time::Instant::now() + within;
+    while status_var(node, "wsrep_cluster_status") != "Disconnected" {
+        assert!(std::time::Instant::now() < deadline, "{} is still connected {why}:\n{}", node.name(), node.error_log_tail(30));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// Runs `sql` on `conn` and checks wsrep_last_committed moved by `delta`.
 pub fn assert_seqno_step(node: Node, conn: &mut Conn, sql: &str, delta: i64) {
     let before = last_committed(node);
