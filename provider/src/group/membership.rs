@@ -186,7 +186,7 @@ impl Driver {
             .state
             .members()
             .iter()
-            .find(|m| !m.voter && matches!(m.state, MemberState::Joined | MemberState::Synced | MemberState::Donor))
+            .find(|m| !m.voter && holds_state(m))
             .map(|m| m.info.id);
         if let Some(id) = ready {
             self.propose_membership(Membership::Promote { member: id }, ConfChangeType::AddNode);
@@ -232,13 +232,26 @@ impl Driver {
         if let Phase::Leaving(l) = &mut self.phase {
             l.next_step = next_step;
         }
+        let leader = self.incarnation.raw.raft.state == StateRole::Leader;
         let other_voter = self.state.members().iter().find(|m| m.voter && m.info.id != self.me.id).map(|m| m.info.id.raft_id());
-        if let Some(to) = other_voter.filter(|_| self.incarnation.raw.raft.state == StateRole::Leader) {
+        if let Some(to) = other_voter.filter(|_| leader) {
             self.incarnation.raw.transfer_leader(to);
             return;
         }
+        // The only voter: a learner that holds the state becomes one first,
+        // then takes over. Removing ourselves now would leave no voter
+        // (raft refuses it) and that learner without a leader, a node
+        // stopped the moment another finished joining (galera_ssl_upgrade).
+        if leader && other_voter.is_none() && self.state.members().iter().any(|m| m.info.id != self.me.id && holds_state(m)) {
+            return self.promote_learners();
+        }
         self.propose_membership(Membership::Remove { member: self.me.id }, ConfChangeType::RemoveNode);
     }
+}
+
+/// Joined, synced or donor: the member has the data, so it may vote.
+fn holds_state(m: &super::state::Member) -> bool {
+    matches!(m.state, MemberState::Joined | MemberState::Synced | MemberState::Donor)
 }
 
 impl Driver {

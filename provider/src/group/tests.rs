@@ -576,3 +576,24 @@ fn an_idle_driver_is_run_by_the_link_reader_that_brings_a_frame() {
     b.stop();
     a.group.stop();
 }
+
+#[test]
+fn a_leader_leaving_right_after_its_learner_joined_leaves_that_learner_primary() {
+    // galera.galera_ssl_upgrade: node 2 is shut down the moment node 1 is
+    // synced again, before the leader promoted it. The leaver was the
+    // only voter: its removal would leave none (raft refuses it), and
+    // the learner holding the state was left without a leader.
+    let (a, _) = bootstrap(0);
+    a.until("bootstrap view", view_with(1));
+    let b = start("node2", Mode::Join { peers: vec![a.addr()] });
+    b.until("b is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
+    b.group.member_state(Transition::Join, 0).unwrap();
+    let joined = |e: &GroupEvent| matches!(e, GroupEvent::MemberState { member, state: MemberState::Joined, .. } if *member == b.group.me().id);
+    a.until("a sees b joined", joined);
+    a.group.leave();
+    b.until("b alone and primary", view_with(1));
+    b.group.propose(1, |buf| buf.push(1), 1).unwrap();
+    assert_eq!(ordered_of(&b, 1).len(), 1);
+    a.group.stop();
+    b.group.stop();
+}
