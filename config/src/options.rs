@@ -401,7 +401,7 @@ registry! {
     SocketChecksum SOCKET_CHECKSUM IntKey = "socket.checksum", dec(0, 2), shown("2"), Static,
         Canonical, false, false, "Message checksum: 0 none, 1 CRC32, 2 CRC32-C";
     SocketDynamic SOCKET_DYNAMIC BoolKey = "socket.dynamic", BOOL, hidden("no"), Static,
-        Verbatim, false, false, "Accept both TLS and plain connections";
+        Verbatim, false, true, "Accept both TLS and plain connections";
     SocketNonBlocking SOCKET_NON_BLOCKING BoolKey = "socket.non_blocking", BOOL, hidden("no"), Static,
         Verbatim, false, false, "Non-blocking sockets (undocumented)";
     SocketRecvBufSize SOCKET_RECV_BUF_SIZE StrKey = "socket.recv_buf_size", Kind::BufSize,
@@ -409,21 +409,21 @@ registry! {
     SocketSendBufSize SOCKET_SEND_BUF_SIZE StrKey = "socket.send_buf_size", Kind::BufSize,
         shown("auto"), Static, Verbatim, false, false, "Socket send buffer (auto or bytes)";
     SocketSsl SOCKET_SSL BoolKey = "socket.ssl", BOOL, hidden("no"), Static, Verbatim, false,
-        false, "Use TLS between nodes";
+        true, "Use TLS between nodes";
     SocketSslCa SOCKET_SSL_CA StrKey = "socket.ssl_ca", STR, HIDDEN, Static, Verbatim, false,
-        false, "TLS certificate authority file";
+        true, "TLS certificate authority file";
     SocketSslCert SOCKET_SSL_CERT StrKey = "socket.ssl_cert", STR, HIDDEN, Static, Verbatim,
-        false, false, "TLS certificate file";
+        false, true, "TLS certificate file";
     SocketSslCipher SOCKET_SSL_CIPHER StrKey = "socket.ssl_cipher", STR, HIDDEN, Static,
-        Verbatim, false, false, "TLS cipher list";
+        Verbatim, false, true, "TLS cipher list";
     SocketSslCompression SOCKET_SSL_COMPRESSION BoolKey = "socket.ssl_compression", BOOL, hidden("no"),
         Static, Verbatim, true, false, "TLS compression (ignored)";
     SocketSslKey SOCKET_SSL_KEY StrKey = "socket.ssl_key", STR, HIDDEN, Static, Verbatim, false,
-        false, "TLS private key file";
+        true, "TLS private key file";
     SocketSslPasswordFile SOCKET_SSL_PASSWORD_FILE StrKey = "socket.ssl_password_file", STR,
         HIDDEN, Static, Verbatim, false, false, "File with the TLS key password";
     SocketSslReload SOCKET_SSL_RELOAD BoolKey = "socket.ssl_reload", BOOL, hidden("no"), Action,
-        Verbatim, false, false, "Reload TLS certificates now";
+        Verbatim, false, true, "Reload TLS certificates now";
 }
 
 impl Opt {
@@ -579,6 +579,13 @@ mod tests {
                 "repl.causal_read_timeout",
                 "repl.commit_order",
                 "repl.max_ws_size",
+                "socket.dynamic",
+                "socket.ssl",
+                "socket.ssl_ca",
+                "socket.ssl_cert",
+                "socket.ssl_cipher",
+                "socket.ssl_key",
+                "socket.ssl_reload",
             ]
         );
     }

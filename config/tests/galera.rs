@@ -826,19 +826,19 @@ fn every_option_has_a_typed_value_after_init() {
 
 #[test]
 fn not_yet_effective_options_are_reported_once_per_process() {
-    // socket.ssl_ca is set by no other test: the report is process-wide.
-    let mut cfg = init("socket.ssl_ca=/etc/ca.pem; gcs.fc_limit=32");
+    // socket.ssl_password_file is set by no other test: the report is process-wide.
+    let mut cfg = init("socket.ssl_password_file=/etc/pw; gcs.fc_limit=32");
     let notices = cfg.drain_notices();
-    assert!(notices.contains(&Notice::NotYetEffective(Opt::SocketSslCa)));
+    assert!(notices.contains(&Notice::NotYetEffective(Opt::SocketSslPasswordFile)));
     assert!(
         !notices.contains(&Notice::NotYetEffective(Opt::GcsFcLimit)),
         "effective"
     );
     assert_eq!(
-        Notice::NotYetEffective(Opt::SocketSslCa).to_string(),
-        "Parameter 'socket.ssl_ca' is accepted but not yet effective in lockstep"
+        Notice::NotYetEffective(Opt::SocketSslPasswordFile).to_string(),
+        "Parameter 'socket.ssl_password_file' is accepted but not yet effective in lockstep"
     );
-    let mut again = init("socket.ssl_ca=/etc/other.pem");
+    let mut again = init("socket.ssl_password_file=/etc/other");
     assert!(
         again.drain_notices().is_empty(),
         "reported once per process"

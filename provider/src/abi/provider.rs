@@ -108,6 +108,7 @@ impl Provider {
             match (c.opt, &c.value) {
                 (o, Value::Bool(true)) if o == keys::PC_BOOTSTRAP.opt() => self.node.bootstrap_component(),
                 (o, Value::Int(n)) if o == keys::GMCAST_ISOLATE.opt() => self.node.isolate(*n != 0),
+                (o, Value::Bool(true)) if o == keys::SOCKET_SSL_RELOAD.opt() => self.node.reload_tls(),
                 _ => {}
             }
         }

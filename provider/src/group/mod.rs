@@ -108,6 +108,8 @@ pub struct GroupConfig {
     /// survivors know the old member is gone, and restarted members find
     /// each other (see `recovery`).
     pub previous: Option<recovery::Previous>,
+    /// TLS for the group's connections (socket.ssl); None: plain TCP.
+    pub tls: Option<Arc<crate::transport::tls::Tls>>,
 }
 
 /// The handle the node holds; the Raft node runs on its own thread.
@@ -340,6 +342,16 @@ impl Group {
         let _ = self.command(Command::Isolate(on));
     }
 
+    /// The TLS in use on the group's connections, for IST's.
+    pub fn tls(&self) -> Option<Arc<crate::transport::tls::Tls>> {
+        self.net.tls()
+    }
+
+    /// `socket.ssl_reload`: new connections use the files as they are now.
+    pub fn reload_tls(&self) -> Result<(), String> {
+        self.net.reload_tls()
+    }
+
     /// `pc.bootstrap=YES`: a non-primary member forms a primary component
     /// of its own.
     pub fn reform(&self) {
@@ -438,6 +450,7 @@ fn start_transport(cfg: &GroupConfig, inbox: runner::NetInbox) -> Result<Arc<Tra
     let mut tc = TransportConfig::new(&cfg.listen, &cfg.cluster_name, identity);
     tc.allow = cfg.allow.clone();
     tc.isolation = cfg.isolation;
+    tc.tls = cfg.tls.clone();
     let net = Transport::start(tc, inbox).map_err(|e| GroupError::Io(format!("cannot listen on {}: {}", cfg.listen, e)))?;
     Ok(Arc::new(net))
 }

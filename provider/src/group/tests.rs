@@ -36,6 +36,7 @@ fn config(name: &str, mode: Mode) -> GroupConfig {
         // Short, so that eviction tests finish quickly.
         timeouts: liveness::Timeouts { suspect: Duration::from_millis(1500), inactive: Duration::from_secs(15) },
         previous: None,
+        tls: None,
     }
 }
 

@@ -97,7 +97,17 @@ impl Shared {
             Mode::Bootstrap { history, position } => format!("bootstrapping {}:{}", history, position),
             Mode::Join { peers } => format!("joining the cluster at {}", peers.join(",")),
         };
+        let tls = match settings.tls.as_ref().map(crate::transport::tls::Tls::load).transpose() {
+            Ok(t) => t.map(Arc::new),
+            Err(e) => {
+                log::error!("cannot start group communication: {}", e);
+                self.status().state = NodeState::Closed;
+                self.queue.close();
+                return Status::NodeFail;
+            }
+        };
         let cfg = GroupConfig {
+            tls,
             me,
             mode,
             listen: settings.group_listen.clone(),

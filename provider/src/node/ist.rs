@@ -46,7 +46,8 @@ impl Shared {
         log::info!("IST receiver addr using {}", addr);
         let bind = self.settings().ist_recv_bind.unwrap_or_else(|| addr.clone());
         self.ist.open(view.history, self.my_id());
-        match Receiver::start(&addr, &bind, self.ist.clone()) {
+        let tls = self.group().and_then(|g| g.tls());
+        match Receiver::start(&addr, &bind, self.ist.clone(), tls) {
             Ok(r) => {
                 let first = if own.uuid == view.history { own.seqno + 1 } else { 0 };
                 log::info!("Prepared IST receiver for {}-{}, listening at: {}", first, view.seqno, r.listening());
@@ -142,7 +143,8 @@ impl Shared {
             views,
             note
         );
-        match channel::send(addr, header, items) {
+        let tls = self.group().and_then(|g| g.tls());
+        match channel::send(addr, header, items, tls.as_deref()) {
             Ok(()) => {
                 log::info!("async IST sender served");
                 true

@@ -343,6 +343,18 @@ impl Node {
             g.isolate(on);
         }
     }
+
+    /// `socket.ssl_reload=1` (and the server's FLUSH SSL): an error is
+    /// logged and the loaded key and certificates stay.
+    pub fn reload_tls(&self) {
+        let result = match self.shared.group() {
+            Some(g) => g.reload_tls(),
+            None => Err("socket.ssl_reload: the node is not connected".into()),
+        };
+        if let Err(e) = result {
+            crate::log::error!("{}", e);
+        }
+    }
 }
 
 impl std::ops::Deref for Node {

@@ -52,6 +52,9 @@ pub struct Settings {
     /// Where the group transport listens (`gmcast.listen_addr`, without
     /// its scheme).
     pub group_listen: String,
+    /// TLS between nodes: on with `socket.ssl=yes`, or, as Galera does,
+    /// once a key and a certificate are given.
+    pub tls: Option<crate::transport::tls::TlsSettings>,
     /// What peers connect to (`base_host:base_port`); empty: the address
     /// the transport binds.
     pub group_address: String,
@@ -86,6 +89,7 @@ impl Default for Settings {
             gcache_name: "galera.cache".into(),
             gcache_recover: true,
             group_listen: "127.0.0.1:0".into(),
+            tls: None,
             group_address: String::new(),
             ist_recv_addr: None,
             ist_recv_bind: None,
@@ -125,6 +129,7 @@ impl Settings {
             gcache_name: cfg.str(keys::GCACHE_NAME).unwrap_or_default().to_string(),
             gcache_recover: cfg.get(keys::GCACHE_RECOVER),
             group_listen: cfg.str(keys::GMCAST_LISTEN_ADDR).map(strip_scheme).unwrap_or_default(),
+            tls: tls(cfg),
             group_address: advertised(cfg),
             ist_recv_addr: cfg.ist_recv_addr(),
             ist_recv_bind: cfg.ist_recv_bind(),
@@ -140,6 +145,20 @@ impl Settings {
         let dir = if self.gcache_dir.is_empty() { data_dir } else { Path::new(&self.gcache_dir) };
         dir.join(name)
     }
+}
+
+fn tls(cfg: &lockstep_config::Config) -> Option<crate::transport::tls::TlsSettings> {
+    use lockstep_config::keys;
+    let text = |k| cfg.str(k).unwrap_or_default().to_string();
+    let (key, cert) = (text(keys::SOCKET_SSL_KEY), text(keys::SOCKET_SSL_CERT));
+    let on = cfg.get(keys::SOCKET_SSL) || (!key.is_empty() && !cert.is_empty());
+    on.then(|| crate::transport::tls::TlsSettings {
+        cert,
+        key,
+        ca: text(keys::SOCKET_SSL_CA),
+        cipher: text(keys::SOCKET_SSL_CIPHER),
+        dynamic: cfg.get(keys::SOCKET_DYNAMIC),
+    })
 }
 
 fn strip_scheme(addr: &str) -> String {

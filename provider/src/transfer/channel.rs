@@ -14,6 +14,7 @@ use crate::gcache::Cached;
 use crate::gtid::Seqno;
 use crate::transport::frame::{self, FrameError};
 use crate::transport::net;
+use crate::transport::tls::{Tls, RECORD_HANDSHAKE};
 
 /// A connection that moves nothing for this long is dead (the donor, the
 /// joiner or the network): the transfer fails.
@@ -41,7 +42,9 @@ impl Receiver {
     /// Listens at `bind` (`tcp://host:port`) and feeds the first
     /// connection into `incoming`, which the caller has opened. `addr` is
     /// where donors reach it (the same, unless behind NAT).
-    pub fn start(addr: &str, bind: &str, incoming: Arc<Incoming>) -> Result<Receiver, String> {
+    /// With `tls`, the donor must connect with TLS (or plain, with
+    /// socket.dynamic), as on the group's connections.
+    pub fn start(addr: &str, bind: &str, incoming: Arc<Incoming>, tls: Option<Arc<Tls>>) -> Result<Receiver, String> {
         let fail = |e: std::io::Error| format!("Failed to open IST listener at {}: {}", bind, e);
         let listener = TcpListener::bind(net::resolve(bind).map_err(fail)?).map_err(fail)?;
         let listening = format!("tcp://{}", listener.local_addr().map_err(fail)?);
@@ -50,7 +53,7 @@ impl Receiver {
             let (incoming, conn) = (incoming.clone(), conn.clone());
             std::thread::Builder::new()
                 .name("lockstep-ist-recv".into())
-                .spawn(move || serve(listener, &incoming, &conn))
+                .spawn(move || serve(listener, &incoming, &conn, tls))
                 .map_err(|e| format!("cannot start the IST receiver thread: {}", e))?
         };
         Ok(Receiver { addr: addr.to_string(), listening, incoming, conn, thread: Some(thread) })
@@ -81,7 +84,7 @@ impl Drop for Receiver {
     }
 }
 
-fn serve(listener: TcpListener, incoming: &Incoming, conn: &Mutex<Option<TcpStream>>) {
+fn serve(listener: TcpListener, incoming: &Incoming, conn: &Mutex<Option<TcpStream>>, tls: Option<Arc<Tls>>) {
     let Some(stream) = accept_one(&listener, incoming) else { return };
     drop(listener); // one connection per transfer
     if let Ok(c) = stream.try_clone() {
@@ -90,7 +93,7 @@ fn serve(listener: TcpListener, incoming: &Incoming, conn: &Mutex<Option<TcpStre
     if incoming.is_closed() {
         return;
     }
-    if let Err(e) = receive(stream, incoming) {
+    if let Err(e) = secure(stream, tls).and_then(|r| receive(r, incoming)) {
         incoming.fail(e);
     }
 }
@@ -111,9 +114,26 @@ fn accept_one(listener: &TcpListener, incoming: &Incoming) -> Option<TcpStream> 
     None
 }
 
-/// Reads the header and exactly the seqnos it announces.
-fn receive(stream: TcpStream, incoming: &Incoming) -> Result<(), String> {
+/// The donor's connection, decrypted when TLS is on.
+fn secure(stream: TcpStream, tls: Option<Arc<Tls>>) -> Result<Box<dyn std::io::Read>, String> {
     stream.set_read_timeout(Some(STALL)).map_err(|e| e.to_string())?;
+    let Some(tls) = tls else { return Ok(Box::new(stream)) };
+    let mut first = [0u8; 1];
+    let speaks_tls = matches!(stream.peek(&mut first), Ok(1)) && first[0] == RECORD_HANDSHAKE;
+    if !speaks_tls {
+        if tls.settings.dynamic {
+            return Ok(Box::new(stream));
+        }
+        return Err("the donor's IST connection is not TLS and this node accepts TLS only (socket.ssl)".into());
+    }
+    net::prepare_handshake(&stream).map_err(|e| e.to_string())?;
+    let session = tls.accept(&stream).map_err(|e| format!("IST: TLS handshake with the donor failed: {}", e))?;
+    stream.set_read_timeout(Some(STALL)).map_err(|e| e.to_string())?;
+    Ok(Box::new(Arc::new(session).reader(stream)))
+}
+
+/// Reads the header and exactly the seqnos it announces.
+fn receive(stream: Box<dyn std::io::Read>, incoming: &Incoming) -> Result<(), String> {
     let mut r = BufReader::new(stream);
     let header = match read_chunk(&mut r)? {
         Chunk::Header(h) => h,
@@ -155,11 +175,22 @@ fn describe(e: FrameError) -> String {
 
 /// The donor's side: connects to the joiner's receiver at `addr` and sends
 /// the header, then `items` (which must be the header's range, in order).
-pub fn send(addr: &str, header: Header, items: impl IntoIterator<Item = (Seqno, Cached)>) -> Result<(), String> {
+pub fn send(addr: &str, header: Header, items: impl IntoIterator<Item = (Seqno, Cached)>, tls: Option<&Tls>) -> Result<(), String> {
     let to = net::resolve(addr).map_err(|e| e.to_string())?;
     let stream = TcpStream::connect_timeout(&to, CONNECT_WAIT).map_err(|e| format!("cannot connect to {}: {}", addr, e))?;
+    let session = match tls {
+        None => None,
+        Some(t) => {
+            net::prepare_handshake(&stream).map_err(|e| e.to_string())?;
+            Some(t.connect(&stream, to.ip()).map_err(|e| format!("TLS handshake with {} failed: {}", addr, e))?)
+        }
+    };
     stream.set_write_timeout(Some(STALL)).map_err(|e| e.to_string())?;
-    let mut w = BufWriter::with_capacity(256 << 10, &stream);
+    let out: Box<dyn Write + '_> = match &session {
+        Some(s) => Box::new(s.stream(&stream)),
+        None => Box::new(&stream),
+    };
+    let mut w = BufWriter::with_capacity(256 << 10, out);
     let io = |e: std::io::Error| format!("sending to {}: {}", addr, e);
     write_chunk(&mut w, &Chunk::Header(header)).map_err(io)?;
     let mut next = header.first;
@@ -198,7 +229,7 @@ mod tests {
     fn receiver(h: Header) -> (Receiver, Arc<Incoming>) {
         let incoming = Arc::new(Incoming::default());
         incoming.open(h.history, h.joiner);
-        let r = Receiver::start("tcp://127.0.0.1:0", "tcp://127.0.0.1:0", incoming.clone()).unwrap();
+        let r = Receiver::start("tcp://127.0.0.1:0", "tcp://127.0.0.1:0", incoming.clone(), None).unwrap();
         (r, incoming)
     }
 
@@ -211,7 +242,7 @@ mod tests {
         let h = header(5, 7);
         let (r, incoming) = receiver(h);
         assert!(r.listening().starts_with("tcp://127.0.0.1:"));
-        send(r.listening(), h, [(5, ws(b"a")), (6, Cached::View { conf: Bytes::from_static(b"view") }), (7, ws(b"c"))]).unwrap();
+        send(r.listening(), h, [(5, ws(b"a")), (6, Cached::View { conf: Bytes::from_static(b"view") }), (7, ws(b"c"))], None).unwrap();
         assert_eq!(incoming.wait_header(SOON), Ok(h));
         let got: Vec<_> = std::iter::from_fn(|| incoming.next(SOON).unwrap()).collect();
         assert_eq!(got, [(5, ws(b"a")), (6, Cached::View { conf: Bytes::from_static(b"view") }), (7, ws(b"c"))]);
@@ -222,11 +253,11 @@ mod tests {
         let h = header(10, 9);
         let incoming = Arc::new(Incoming::default());
         incoming.open(h.history, h.joiner);
-        let Ok(r) = Receiver::start("tcp://[::1]:0", "tcp://[::1]:0", incoming.clone()) else {
+        let Ok(r) = Receiver::start("tcp://[::1]:0", "tcp://[::1]:0", incoming.clone(), None) else {
             return; // no IPv6 loopback here
         };
         assert!(r.listening().starts_with("tcp://[::1]:"), "{}", r.listening());
-        send(r.listening(), h, []).unwrap();
+        send(r.listening(), h, [], None).unwrap();
         assert_eq!(incoming.next(SOON), Ok(None));
     }
 
@@ -234,10 +265,10 @@ mod tests {
     fn a_transfer_for_another_joiner_or_history_is_refused() {
         let h = header(1, 1);
         let (r, incoming) = receiver(h);
-        let _ = send(r.listening(), Header { joiner: Uuid::random(), ..h }, [(1, ws(b"x"))]);
+        let _ = send(r.listening(), Header { joiner: Uuid::random(), ..h }, [(1, ws(b"x"))], None);
         assert!(incoming.next(SOON).unwrap_err().contains("for member"));
         let (r, incoming) = receiver(h);
-        let _ = send(r.listening(), Header { history: Uuid::random(), ..h }, [(1, ws(b"x"))]);
+        let _ = send(r.listening(), Header { history: Uuid::random(), ..h }, [(1, ws(b"x"))], None);
         assert!(incoming.next(SOON).unwrap_err().contains("history"));
     }
 
@@ -285,5 +316,27 @@ mod tests {
         assert!(incoming.next(SOON).unwrap_err().contains("closed"));
         let port = addr.rsplit(':').next().unwrap();
         TcpListener::bind(format!("127.0.0.1:{}", port)).expect("the port is free again");
+    }
+
+    #[test]
+    fn with_tls_the_transfer_is_encrypted_and_a_plain_donor_refused() {
+        use crate::transport::tls::testing::{ca, node_files};
+        let dir = tempfile::tempdir().expect("dir");
+        let ca = ca("cluster");
+        let tls = |name: &str| Arc::new(Tls::load(&node_files(dir.path(), name, &ca, "")).expect("load"));
+        let h = header(1, 2);
+        let incoming = Arc::new(Incoming::default());
+        incoming.open(h.history, h.joiner);
+        let r = Receiver::start("tcp://127.0.0.1:0", "tcp://127.0.0.1:0", incoming.clone(), Some(tls("joiner"))).unwrap();
+        send(r.listening(), h, [(1, ws(b"a")), (2, ws(b"b"))], Some(&tls("donor"))).unwrap();
+        assert_eq!(incoming.wait_header(SOON), Ok(h));
+        let got: Vec<_> = std::iter::from_fn(|| incoming.next(SOON).unwrap()).collect();
+        assert_eq!(got, [(1, ws(b"a")), (2, ws(b"b"))]);
+        let incoming = Arc::new(Incoming::default());
+        incoming.open(h.history, h.joiner);
+        let r = Receiver::start("tcp://127.0.0.1:0", "tcp://127.0.0.1:0", incoming.clone(), Some(tls("joiner2"))).unwrap();
+        let _ = send(r.listening(), h, [(1, ws(b"a")), (2, ws(b"b"))], None);
+        let failed = incoming.wait_header(SOON).unwrap_err();
+        assert!(failed.contains("accepts TLS only"), "{}", failed);
     }
 }

@@ -19,7 +19,7 @@
 //! once; frames may only be reordered around the switch.
 
 use std::collections::VecDeque;
-use std::io::BufReader;
+use std::io::{BufReader, IoSlice, Read};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -29,6 +29,7 @@ use bytes::Bytes;
 
 use super::frame::{self, FrameError, HEADER_LEN, RESERVED_KINDS};
 use super::net::{self, Registered};
+use super::tls::Session;
 use super::{Inbound, Limits, PeerId, Shared};
 use crate::gtid::Uuid;
 use crate::log::{self, Level};
@@ -91,6 +92,12 @@ pub struct Link {
     pub peer: PeerInfo,
     pub rank: Rank,
     stream: TcpStream,
+    /// TLS state, when the link is encrypted: then only the writer writes
+    /// to the socket (records must reach it in the order they were made),
+    /// so pushers never send themselves.
+    session: Option<Arc<Session>>,
+    /// The writer's buffer for records, reused batch after batch.
+    records: Mutex<Vec<u8>>,
     queue: Mutex<Queue>,
     ready: Condvar,
     /// OPEN, RETIRING or CLOSED; only OPEN takes frames.
@@ -101,11 +108,13 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn new(peer: PeerInfo, rank: Rank, stream: TcpStream, registered: Registered) -> Link {
+    pub fn new(peer: PeerInfo, rank: Rank, stream: TcpStream, session: Option<Arc<Session>>, registered: Registered) -> Link {
         Link {
             peer,
             rank,
             stream,
+            session,
+            records: Mutex::default(),
             queue: Mutex::default(),
             ready: Condvar::new(),
             state: AtomicU8::new(OPEN),
@@ -132,7 +141,7 @@ impl Link {
         if full {
             return Pushed::Full;
         }
-        let eager = shared.eager.load(Ordering::Relaxed);
+        let eager = shared.eager.load(Ordering::Relaxed) && self.session.is_none();
         if eager && q.frames.is_empty() && q.tail.is_none() && !q.sending && !shared.is_isolated() {
             q.sending = true;
             drop(q);
@@ -275,6 +284,15 @@ impl Link {
         r.clone().unwrap_or((Level::Info, "closed".into()))
     }
 
+    /// One write of the writer's: vectored on a plain link, records on an
+    /// encrypted one.
+    fn send(&self, slices: &[IoSlice<'_>]) -> std::io::Result<usize> {
+        match &self.session {
+            None => net::send_vectored(&self.stream, slices),
+            Some(s) => s.send(&self.stream, slices, &mut self.records.lock().unwrap_or_else(|e| e.into_inner())),
+        }
+    }
+
     pub fn describe(&self) -> String {
         format!("member {} at {}", self.peer.uuid, self.peer.addr)
     }
@@ -295,7 +313,7 @@ fn write_until_closed(shared: &Shared, link: &Link) {
             return;
         }
         let tail = batch.tail.as_deref().unwrap_or_default();
-        let written = frame::write_batch(tail, &batch.frames, |s| net::send_vectored(&link.stream, s));
+        let written = frame::write_batch(tail, &batch.frames, |s| link.send(s));
         link.batch_done();
         match written {
             Ok(bytes) => shared.counters.sent(batch.frames.len() + usize::from(batch.tail.is_some()), bytes),
@@ -323,7 +341,11 @@ fn write_error_level(e: &std::io::Error) -> Level {
 }
 
 pub fn run_reader(shared: Arc<Shared>, link: Arc<Link>, stream: TcpStream) {
-    let mut r = BufReader::with_capacity(READ_BUFFER, stream);
+    let source: Box<dyn Read + Send> = match &link.session {
+        Some(s) => Box::new(s.clone().reader(stream)),
+        None => Box::new(stream),
+    };
+    let mut r = BufReader::with_capacity(READ_BUFFER, source);
     let (level, why) = loop {
         match frame::read_frame(&mut r, shared.limits.max_frame) {
             Ok((kind, _)) if kind >= RESERVED_KINDS => {

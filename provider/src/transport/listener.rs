@@ -4,7 +4,7 @@
 //! or silent stranger delays nobody.
 
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use super::frame::{self, REFUSE, WELCOME};
 use super::handshake::{self, Failure, Hello, Welcome};
 use super::link::{self, PeerInfo};
+use super::tls::{self, Session};
 use super::{net, Shared};
 use crate::log::{debug, info, warning, Level};
 
@@ -131,9 +132,76 @@ impl Shared {
             info!("dropping connection from {}: {}", from, e);
             return;
         }
-        let hello = match handshake::read_hello(&mut &s) {
+        let Some(session) = self.secure(&s, from) else { return };
+        match &session {
+            Some(tls) => self.greet_on(&mut tls.stream(&s), &s, session.clone(), reg, from),
+            None => self.greet_on(&mut &s, &s, None, reg, from),
+        }
+    }
+
+    /// TLS or not, by the connection's first byte and this node's
+    /// settings: Some(session) to go on (None inside: plain), None when
+    /// the connection was refused or dropped (and said so).
+    fn secure(&self, s: &TcpStream, from: SocketAddr) -> Option<Option<Arc<Session>>> {
+        let mut first = [0u8; 1];
+        match s.peek(&mut first) {
+            Ok(1) => {}
+            Ok(_) => {
+                info!("dropping connection from {}: closed before the handshake", from);
+                return None;
+            }
+            Err(e) => {
+                info!("dropping connection from {}: {}", from, e);
+                return None;
+            }
+        }
+        let speaks_tls = first[0] == tls::RECORD_HANDSHAKE;
+        match self.tls() {
+            None if speaks_tls => {
+                self.counters.refused_in.fetch_add(1, Ordering::Relaxed);
+                self.complain(from, "the peer speaks TLS and this node has socket.ssl off");
+                None
+            }
+            None => Some(None),
+            Some(t) if speaks_tls => match t.accept(s) {
+                Ok(session) => Some(Some(Arc::new(session))),
+                Err(tls::Failed::Refused(why)) => {
+                    self.counters.refused_in.fetch_add(1, Ordering::Relaxed);
+                    self.complain(from, &format!("TLS handshake failed: {}", why));
+                    None
+                }
+                Err(tls::Failed::Broken(why)) => {
+                    info!("dropping connection from {}: TLS handshake: {}", from, why);
+                    None
+                }
+            },
+            Some(t) if t.settings.dynamic => Some(None),
+            Some(_) => {
+                let why = "this node accepts TLS connections only (socket.ssl) and the peer speaks plain TCP";
+                self.refuse(&mut &*s, s, from, why);
+                None
+            }
+        }
+    }
+
+    fn complain(&self, from: SocketAddr, why: &str) {
+        if self.quiet.first_in_a_while(format!("{} {}", from.ip(), why)) {
+            warning!("refusing connection from {}: {}", from, why);
+        }
+    }
+
+    /// The Hello and Welcome, on a plain or TLS stream.
+    fn greet_on(
+        self: &Arc<Self>,
+        io: &mut (impl Read + Write),
+        s: &TcpStream,
+        session: Option<Arc<Session>>,
+        reg: net::Registered,
+        from: SocketAddr,
+    ) {
+        let hello = match handshake::read_hello(io) {
             Ok(h) => h,
-            Err(Failure::Refused(reason)) => return self.refuse(&s, from, &reason),
+            Err(Failure::Refused(reason)) => return self.refuse(io, s, from, &reason),
             Err(Failure::Broken(reason)) => {
                 self.counters.bad_frame();
                 warning!("dropping connection from {}: {}", from, reason);
@@ -147,13 +215,13 @@ impl Shared {
         if hello.uuid == self.me.uuid {
             // Our own first contact reached us (gcomm:// lists every node,
             // this one too): say who we are, the dialer then lets go.
-            let _ = frame::write_frame(&mut &s, WELCOME, &welcome.encode());
+            let _ = frame::write_frame(io, WELCOME, &welcome.encode());
             return;
         }
         if let Some(reason) = self.check(&hello, from) {
-            return self.refuse(&s, from, &reason);
+            return self.refuse(io, s, from, &reason);
         }
-        if let Err(e) = frame::write_frame(&mut &s, WELCOME, &welcome.encode()) {
+        if let Err(e) = frame::write_frame(io, WELCOME, &welcome.encode()) {
             info!("dropping connection from {}: cannot send welcome: {}", from, e);
             return;
         }
@@ -163,7 +231,7 @@ impl Shared {
         let addr = if hello.listen.is_empty() { from.to_string() } else { hello.listen.clone() };
         let rank = link::rank(self.me.id, hello.id, hello.id, hello.nonce);
         let peer = PeerInfo { id: hello.id, uuid: hello.uuid, addr };
-        if let Err(e) = self.establish(s, reg, peer, rank) {
+        if let Err(e) = self.establish(s, session, reg, peer, rank) {
             info!("dropping connection from {}: {}", from, e);
         }
     }
@@ -183,12 +251,11 @@ impl Shared {
         None
     }
 
-    fn refuse(&self, s: &TcpStream, from: SocketAddr, reason: &str) {
+    /// Says why to the peer on `io` (plain or TLS), and in the log.
+    fn refuse(&self, io: &mut impl Write, s: &TcpStream, from: SocketAddr, reason: &str) {
         self.counters.refused_in.fetch_add(1, Ordering::Relaxed);
-        if self.quiet.first_in_a_while(format!("{} {}", from.ip(), reason)) {
-            warning!("refusing connection from {}: {}", from, reason);
-        }
-        let _ = frame::write_frame(&mut &*s, REFUSE, &handshake::encode_refuse(reason));
+        self.complain(from, reason);
+        let _ = frame::write_frame(io, REFUSE, &handshake::encode_refuse(reason));
         let _ = s.shutdown(Shutdown::Write);
         // Closing with the peer's bytes unread would reset the connection,
         // and a reset can destroy the Refuse before the peer reads it: let

@@ -18,6 +18,7 @@ mod link;
 mod listener;
 pub(crate) mod net;
 mod peers;
+pub(crate) mod tls;
 #[cfg(test)]
 mod tests;
 
@@ -25,7 +26,7 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
@@ -93,6 +94,8 @@ pub struct TransportConfig {
     /// isolates), checked beside `set_isolated`.
     pub isolation: Option<&'static AtomicU8>,
     pub limits: Limits,
+    /// TLS for every connection (socket.ssl); None: plain TCP.
+    pub tls: Option<Arc<tls::Tls>>,
 }
 
 impl TransportConfig {
@@ -105,6 +108,7 @@ impl TransportConfig {
             allow: Arc::new(|_: &str| true),
             isolation: None,
             limits: Limits::default(),
+            tls: None,
         }
     }
 }
@@ -221,11 +225,17 @@ struct Shared {
     pending_contacts: AtomicUsize,
     counters: Counters,
     quiet: Quiet,
+    /// Replaced whole by `reload_tls`; a handshake uses the one it read.
+    tls: RwLock<Option<Arc<tls::Tls>>>,
 }
 
 impl Shared {
     fn peers(&self) -> MutexGuard<'_, HashMap<PeerId, Peer>> {
         self.peers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn tls(&self) -> Option<Arc<tls::Tls>> {
+        self.tls.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Two relaxed loads: cheap enough for every frame.
@@ -296,12 +306,18 @@ impl Transport {
             pending_contacts: AtomicUsize::new(0),
             counters: Counters::default(),
             quiet: Quiet::default(),
+            tls: RwLock::new(cfg.tls),
         });
         let s = shared.clone();
         if !shared.spawn("lockstep-listen", move || s.run_listener(listener)) {
             return Err(std::io::Error::other("cannot start the listener thread"));
         }
-        info!("group transport listening on {} as member {} (protocol {})", local, shared.me.uuid, PROTOCOL_VERSION);
+        let security = match shared.tls() {
+            Some(t) if t.settings.dynamic => "TLS, plain peers accepted (socket.dynamic)",
+            Some(_) => "TLS",
+            None => "plain TCP",
+        };
+        info!("group transport listening on {} as member {} (protocol {}, {})", local, shared.me.uuid, PROTOCOL_VERSION, security);
         Ok(Transport { shared, local })
     }
 
@@ -374,6 +390,23 @@ impl Transport {
     /// so while its own thread has time to spare for the system call.
     pub fn set_eager(&self, eager: bool) {
         self.shared.eager.store(eager, Ordering::Relaxed);
+    }
+
+    pub fn tls(&self) -> Option<Arc<tls::Tls>> {
+        self.shared.tls()
+    }
+
+    /// socket.ssl_reload: reads the key and certificates again (same
+    /// paths); new connections use them, established ones keep theirs, as
+    /// Galera's do. On an error the loaded ones stay.
+    pub fn reload_tls(&self) -> Result<(), String> {
+        let Some(current) = self.shared.tls() else {
+            return Err("socket.ssl_reload: TLS is not in use on this node (socket.ssl)".into());
+        };
+        let fresh = tls::Tls::load(&current.settings)?;
+        *self.shared.tls.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(fresh));
+        info!("TLS key and certificates reloaded from {} and {}", current.settings.key, current.settings.cert);
+        Ok(())
     }
 
     /// gmcast.isolate: on cuts every link and refuses all traffic until off.

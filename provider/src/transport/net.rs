@@ -70,6 +70,19 @@ pub fn send_vectored(s: &TcpStream, slices: &[IoSlice<'_>]) -> io::Result<usize>
     sendmsg(s, slices, 0)
 }
 
+/// All of `buf`, blocking (within the socket's write timeout).
+pub fn send_all(s: &TcpStream, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match sendmsg(s, &[IoSlice::new(buf)], 0) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// `send_vectored` that never waits: what the socket's buffer does not
 /// take now is left (WouldBlock when nothing fits), even on a blocking
 /// socket (MSG_DONTWAIT is per call).

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use super::handshake::{self, Failure, Hello};
 use super::link::{self, Link, PeerInfo, Rank};
 use super::net::{self, Registered};
+use super::tls::{self, Session};
 use super::{Inbound, PeerId, Shared};
 use crate::gtid::Uuid;
 use crate::log::{info, warning, Level};
@@ -96,11 +97,19 @@ impl Shared {
 
     /// Makes a handshaken connection a link, unless the peer has a better
     /// one, and starts its threads.
-    pub(super) fn establish(self: &Arc<Self>, stream: TcpStream, reg: Registered, peer: PeerInfo, rank: Rank) -> Result<Installed, String> {
+    pub(super) fn establish(
+        self: &Arc<Self>,
+        stream: &TcpStream,
+        session: Option<Arc<Session>>,
+        reg: Registered,
+        peer: PeerInfo,
+        rank: Rank,
+    ) -> Result<Installed, String> {
         stream.set_read_timeout(None).map_err(|e| e.to_string())?;
         stream.set_write_timeout(Some(net::WRITE_STALL)).map_err(|e| e.to_string())?;
         let reader_stream = stream.try_clone().map_err(|e| e.to_string())?;
-        let link = Arc::new(Link::new(peer, rank, stream, reg));
+        let writer_stream = stream.try_clone().map_err(|e| e.to_string())?;
+        let link = Arc::new(Link::new(peer, rank, writer_stream, session, reg));
         let installed = self.install(&link);
         if installed != Installed::Lost {
             info!("link to {} up", link.describe());
@@ -244,7 +253,25 @@ impl Shared {
             listen: self.me.listen.clone(),
             nonce,
         };
-        let welcome = handshake::dial(&mut &stream, &hello).inspect_err(|f| {
+        let session = match self.tls() {
+            None => None,
+            Some(t) => match t.connect(&stream, to.ip()) {
+                Ok(s) => Some(Arc::new(s)),
+                Err(tls::Failed::Refused(why)) => {
+                    self.counters.refused_out.fetch_add(1, Ordering::Relaxed);
+                    return Err(Failure::Refused(format!("failed the TLS handshake: {}", why)));
+                }
+                Err(tls::Failed::Broken(why)) => return Err(Failure::Broken(format!("TLS handshake: {}", why))),
+            },
+        };
+        let welcome = match &session {
+            Some(s) => handshake::dial(&mut s.stream(&stream), &hello).map_err(|f| match f {
+                Failure::Broken(why) if why.contains(tls::PEER_REFUSED) => Failure::Refused(why),
+                f => f,
+            }),
+            None => handshake::dial(&mut &stream, &hello),
+        };
+        let welcome = welcome.inspect_err(|f| {
             if matches!(f, Failure::Refused(_)) {
                 self.counters.refused_out.fetch_add(1, Ordering::Relaxed);
             }
@@ -264,7 +291,7 @@ impl Shared {
         let listen = if welcome.listen.is_empty() { addr.to_string() } else { welcome.listen };
         let peer = PeerInfo { id: welcome.id, uuid: welcome.uuid, addr: listen };
         let rank = link::rank(self.me.id, peer.id, self.me.id, nonce);
-        let installed = self.establish(stream, reg, peer.clone(), rank).map_err(Failure::Broken)?;
+        let installed = self.establish(&stream, session, reg, peer.clone(), rank).map_err(Failure::Broken)?;
         Ok((installed, peer))
     }
 

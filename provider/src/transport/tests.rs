@@ -667,3 +667,176 @@ fn the_frame_limit_is_enforced_on_receive() {
     a.wait_down(id);
     assert!(matches!(frame::read_frame(&mut &big[..], 1000), Err(FrameError::TooLarge { .. })));
 }
+
+/// TLS between transports: certificates made here (rcgen), in a
+/// directory removed with the test.
+mod tls {
+    use super::*;
+    use crate::transport::tls::testing::{ca, node_files};
+    use crate::transport::tls::{Tls, TlsSettings};
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+
+    fn tls_node(s: &TlsSettings) -> Node {
+        let t = Arc::new(Tls::load(s).expect("load"));
+        start("test", move |c| c.tls = Some(t))
+    }
+
+    /// Neither gets a new link to the other.
+    fn never_up(a: &Node, b: &Node) {
+        let up = |n: &Node, other: PeerId| {
+            n.quiet_for(Duration::from_millis(1500)).iter().any(|e| matches!(e, Inbound::PeerUp { id, .. } if *id == other))
+        };
+        assert!(!up(a, b.id) && !up(b, a.id), "a link came up");
+        assert!(a.t.shared.live_link(b.id).is_none() && b.t.shared.live_link(a.id).is_none());
+    }
+
+    #[test]
+    fn nodes_of_one_ca_link_and_frames_of_every_size_arrive_in_order() {
+        let dir = tempfile::tempdir().expect("dir");
+        let ca = ca("cluster");
+        let (a, b) = (tls_node(&node_files(dir.path(), "a", &ca, "")), tls_node(&node_files(dir.path(), "b", &ca, "")));
+        link(&a, &b);
+        send_numbered(&a, b.id, 500);
+        send_numbered(&b, a.id, 500);
+        assert_numbered(&b.frames_from(a.id, 500));
+        assert_numbered(&a.frames_from(b.id, 500));
+        // Bigger than rustls's buffers and records: taken in parts.
+        let big = Bytes::from((0..3_000_000u32).map(|i| i as u8).collect::<Vec<u8>>());
+        assert!(a.t.send(b.id, 2, big.clone()));
+        assert_eq!(b.frames_from(a.id, 1)[0], big);
+    }
+
+    #[test]
+    fn a_node_with_a_certificate_of_another_ca_never_links() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (ours, theirs) = (ca("cluster"), ca("stranger"));
+        let a = tls_node(&node_files(dir.path(), "a", &ours, ""));
+        // The stranger trusts our CA, so only our side can refuse it.
+        let mut s = node_files(dir.path(), "x", &theirs, "");
+        s.ca = node_files(dir.path(), "y", &ours, "").ca;
+        let x = tls_node(&s);
+        x.t.set_peer(a.id, &a.addr());
+        a.t.set_peer(x.id, &x.addr());
+        never_up(&a, &x);
+        assert!(a.t.stats().refused_in > 0 && x.t.stats().refused_out > 0);
+    }
+
+    #[test]
+    fn plain_and_tls_nodes_refuse_each_other_unless_dynamic() {
+        let dir = tempfile::tempdir().expect("dir");
+        let ca = ca("cluster");
+        let secure = tls_node(&node_files(dir.path(), "a", &ca, ""));
+        let plain = node();
+        plain.t.set_peer(secure.id, &secure.addr());
+        secure.t.set_peer(plain.id, &plain.addr());
+        never_up(&secure, &plain);
+        // A plain peer is told why.
+        let mut s = TcpStream::connect(secure.t.local_addr()).expect("connect");
+        s.set_read_timeout(Some(SOON)).expect("timeout");
+        let hello = Hello { cluster: "test".into(), uuid: Uuid::random(), id: 77, listen: String::new(), nonce: 1 };
+        match handshake::dial(&mut s, &hello) {
+            Err(handshake::Failure::Refused(why)) => assert!(why.contains("TLS"), "{}", why),
+            other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
+        }
+        let dynamic = tls_node(&TlsSettings { dynamic: true, ..node_files(dir.path(), "d", &ca, "") });
+        plain.t.set_peer(dynamic.id, &dynamic.addr());
+        dynamic.wait_up(plain.id);
+    }
+
+    #[test]
+    fn a_ca_certificate_serves_as_every_nodes_own() {
+        // Galera's galera_ssl test: socket.ssl_cert and ssl_key are the
+        // CA's, socket.ssl_ca is unset (it defaults to the certificate).
+        let dir = tempfile::tempdir().expect("dir");
+        let ca = ca("cluster");
+        let cert = dir.path().join("ca.pem").to_string_lossy().into_owned();
+        let key = dir.path().join("ca-key.pem").to_string_lossy().into_owned();
+        std::fs::write(&cert, ca.cert.pem()).expect("write");
+        std::fs::write(&key, ca.key.serialize_pem()).expect("write");
+        let s = TlsSettings { cert, key, ..TlsSettings::default() };
+        let (a, b) = (tls_node(&s), tls_node(&s));
+        link(&a, &b);
+        send_numbered(&a, b.id, 10);
+        assert_numbered(&b.frames_from(a.id, 10));
+    }
+
+    #[test]
+    fn tls_1_2_suites_named_in_openssl_words_restrict_tls_1_2_only() {
+        let dir = tempfile::tempdir().expect("dir");
+        let ca = ca("cluster");
+        // AES256-SHA is CBC (rustls has none): ignored, TLS 1.3 joins, as
+        // OpenSSL would.
+        let a = tls_node(&node_files(dir.path(), "a", &ca, "AES256-SHA"));
+        let b = tls_node(&node_files(dir.path(), "b", &ca, "ECDHE-ECDSA-AES128-GCM-SHA256:TLS_AES_128_GCM_SHA256"));
+        link(&a, &b);
+        let broken = TlsSettings { key: String::new(), ..node_files(dir.path(), "c", &ca, "") };
+        assert!(Tls::load(&broken).unwrap_err().contains("socket.ssl_key is not set"));
+        let missing = TlsSettings { cert: "/nonexistent/cert.pem".into(), ..node_files(dir.path(), "e", &ca, "") };
+        assert!(Tls::load(&missing).unwrap_err().contains("socket.ssl_cert '/nonexistent/cert.pem'"));
+    }
+
+    #[test]
+    fn a_reload_reads_the_files_again_for_new_connections() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (ours, other) = (ca("cluster"), ca("next"));
+        let a_files = node_files(dir.path(), "a", &ours, "");
+        let a = tls_node(&a_files);
+        let b = tls_node(&node_files(dir.path(), "b", &ours, ""));
+        link(&a, &b);
+        // a's certificate is now from a CA b does not trust: after the
+        // reload, b refuses a's new connections; the link it has stays.
+        let next = node_files(dir.path(), "n", &other, "");
+        std::fs::copy(&next.cert, &a_files.cert).expect("copy");
+        std::fs::copy(&next.key, &a_files.key).expect("copy");
+        a.t.reload_tls().expect("reload");
+        let c = tls_node(&node_files(dir.path(), "c", &ours, ""));
+        a.t.set_peer(c.id, &c.addr());
+        never_up(&a, &c);
+        assert_eq!(a.t.stats().links, 1);
+        assert!(node().t.reload_tls().is_err(), "a plain transport has nothing to reload");
+    }
+
+    /// The README's commands (Galera's documentation makes certificates
+    /// the same way): `openssl x509 -req` without extensions writes X.509
+    /// version 1, which webpki alone would refuse.
+    fn openssl_files(dir: &std::path::Path, ca: &str, nodes: &[&str]) -> Vec<TlsSettings> {
+        let script = format!(
+            "set -e; cd '{dir}'; [ -f {ca}.pem ] || openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj '/CN={ca}' -keyout {ca}-key.pem -out {ca}.pem; \
+             for n in {nodes}; do openssl req -newkey rsa:2048 -nodes -subj \"/CN=$n\" -keyout $n-key.pem -out $n.csr; \
+             openssl x509 -req -in $n.csr -CA {ca}.pem -CAkey {ca}-key.pem -CAcreateserial -days 30 -out $n-cert.pem; done",
+            dir = dir.display(),
+            ca = ca,
+            nodes = nodes.join(" ")
+        );
+        let out = std::process::Command::new("sh").arg("-c").arg(&script).output().expect("sh runs");
+        assert!(out.status.success(), "openssl: {}", String::from_utf8_lossy(&out.stderr));
+        let path = |f: String| dir.join(f).to_string_lossy().into_owned();
+        nodes
+            .iter()
+            .map(|n| TlsSettings {
+                cert: path(format!("{}-cert.pem", n)),
+                key: path(format!("{}-key.pem", n)),
+                ca: path(format!("{}.pem", ca)),
+                ..TlsSettings::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn version_1_certificates_from_openssl_link_and_one_of_another_ca_does_not() {
+        let dir = tempfile::tempdir().expect("dir");
+        let ours = openssl_files(dir.path(), "ca", &["node1", "node2"]);
+        let text = std::fs::read(&ours[0].cert).expect("cert");
+        let der = CertificateDer::from_pem_slice(&text).expect("pem");
+        let (_, parsed) = x509_parser::parse_x509_certificate(&der).expect("x509");
+        assert_eq!(parsed.version(), x509_parser::x509::X509Version::V1, "the case this test is about");
+        let (a, b) = (tls_node(&ours[0]), tls_node(&ours[1]));
+        link(&a, &b);
+        let mut stranger = openssl_files(dir.path(), "other", &["node3"]).remove(0);
+        stranger.ca = ours[0].ca.clone();
+        let c = tls_node(&stranger);
+        c.t.set_peer(a.id, &a.addr());
+        never_up(&a, &c);
+    }
+}
