@@ -421,7 +421,7 @@ registry! {
     SocketSslKey SOCKET_SSL_KEY StrKey = "socket.ssl_key", STR, HIDDEN, Static, Verbatim, false,
         true, "TLS private key file";
     SocketSslPasswordFile SOCKET_SSL_PASSWORD_FILE StrKey = "socket.ssl_password_file", STR,
-        HIDDEN, Static, Verbatim, false, false, "File with the TLS key password";
+        HIDDEN, Static, Verbatim, false, true, "File with the TLS key password";
     SocketSslReload SOCKET_SSL_RELOAD BoolKey = "socket.ssl_reload", BOOL, hidden("no"), Action,
         Verbatim, false, true, "Reload TLS certificates now";
 }
@@ -585,6 +585,7 @@ mod tests {
                 "socket.ssl_cert",
                 "socket.ssl_cipher",
                 "socket.ssl_key",
+                "socket.ssl_password_file",
                 "socket.ssl_reload",
             ]
         );

@@ -826,19 +826,19 @@ fn every_option_has_a_typed_value_after_init() {
 
 #[test]
 fn not_yet_effective_options_are_reported_once_per_process() {
-    // socket.ssl_password_file is set by no other test: the report is process-wide.
-    let mut cfg = init("socket.ssl_password_file=/etc/pw; gcs.fc_limit=32");
+    // ist.keep_keys is set by no other test: the report is process-wide.
+    let mut cfg = init("ist.keep_keys=no; gcs.fc_limit=32");
     let notices = cfg.drain_notices();
-    assert!(notices.contains(&Notice::NotYetEffective(Opt::SocketSslPasswordFile)));
+    assert!(notices.contains(&Notice::NotYetEffective(Opt::IstKeepKeys)));
     assert!(
         !notices.contains(&Notice::NotYetEffective(Opt::GcsFcLimit)),
         "effective"
     );
     assert_eq!(
-        Notice::NotYetEffective(Opt::SocketSslPasswordFile).to_string(),
-        "Parameter 'socket.ssl_password_file' is accepted but not yet effective in lockstep"
+        Notice::NotYetEffective(Opt::IstKeepKeys).to_string(),
+        "Parameter 'ist.keep_keys' is accepted but not yet effective in lockstep"
     );
-    let mut again = init("socket.ssl_password_file=/etc/other");
+    let mut again = init("ist.keep_keys=yes");
     assert!(
         again.drain_notices().is_empty(),
         "reported once per process"

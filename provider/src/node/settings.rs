@@ -158,6 +158,7 @@ fn tls(cfg: &lockstep_config::Config) -> Option<crate::transport::tls::TlsSettin
         ca: text(keys::SOCKET_SSL_CA),
         cipher: text(keys::SOCKET_SSL_CIPHER),
         dynamic: cfg.get(keys::SOCKET_DYNAMIC),
+        password_file: text(keys::SOCKET_SSL_PASSWORD_FILE),
     })
 }
 

@@ -839,4 +839,26 @@ mod tls {
         c.t.set_peer(a.id, &a.addr());
         never_up(&a, &c);
     }
+
+    #[test]
+    fn an_encrypted_key_is_read_with_socket_ssl_password_file() {
+        let dir = tempfile::tempdir().expect("dir");
+        let plain = openssl_files(dir.path(), "ca", &["node1", "node2"]);
+        let encrypted = dir.path().join("node1-key.enc.pem").to_string_lossy().into_owned();
+        let password = dir.path().join("password").to_string_lossy().into_owned();
+        std::fs::write(&password, "secret words\n").expect("write");
+        let out = std::process::Command::new("openssl")
+            .args(["pkcs8", "-topk8", "-in", &plain[0].key, "-out", &encrypted, "-passout", "pass:secret words"])
+            .output()
+            .expect("openssl runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let locked = TlsSettings { key: encrypted, ..plain[0].clone() };
+        assert!(Tls::load(&locked).unwrap_err().contains("socket.ssl_password_file is not set"));
+        let wrong = dir.path().join("wrong").to_string_lossy().into_owned();
+        std::fs::write(&wrong, "guess").expect("write");
+        assert!(Tls::load(&TlsSettings { password_file: wrong, ..locked.clone() }).unwrap_err().contains("cannot decrypt"));
+        let a = tls_node(&TlsSettings { password_file: password, ..locked });
+        let b = tls_node(&plain[1]);
+        link(&a, &b);
+    }
 }

@@ -48,6 +48,8 @@ pub struct TlsSettings {
     pub cipher: String,
     /// Accept plain peers too.
     pub dynamic: bool,
+    /// The password of an encrypted key, in a file (first line).
+    pub password_file: String,
 }
 
 /// Loaded keys and certificates, ready for handshakes.
@@ -73,7 +75,7 @@ impl Tls {
             }
         }
         let certs = read_certs("socket.ssl_cert", &s.cert)?;
-        let key = read_key(&s.key)?;
+        let key = read_key(&s.key, &s.password_file)?;
         let ca_path = if s.ca.is_empty() { &s.cert } else { &s.ca };
         let anchors = read_certs(if s.ca.is_empty() { "socket.ssl_cert (as the CA)" } else { "socket.ssl_ca" }, ca_path)?;
         let mut roots = RootCertStore::empty();
@@ -148,15 +150,24 @@ fn read_certs(option: &str, path: &str) -> Result<Vec<CertificateDer<'static>>, 
     Ok(certs)
 }
 
-fn read_key(path: &str) -> Result<PrivateKeyDer<'static>, String> {
-    let pem = std::fs::read(path).map_err(|e| format!("socket.ssl_key '{}': {}", path, e))?;
-    if pem.windows(9).any(|w| w == b"ENCRYPTED") {
-        return Err(format!(
-            "socket.ssl_key '{}': the key is encrypted; lockstep reads unencrypted keys only (decrypt it with `openssl pkey -in KEY -out PLAIN`)",
-            path
-        ));
+fn read_key(path: &str, password_file: &str) -> Result<PrivateKeyDer<'static>, String> {
+    let bad = |why: String| format!("socket.ssl_key '{}': {}", path, why);
+    let pem = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    if pem.contains("Proc-Type: 4,ENCRYPTED") {
+        return Err(bad("an OpenSSL-encrypted key of the old format; convert it with `openssl pkcs8 -topk8 -in KEY -out NEW`".into()));
     }
-    PrivateKeyDer::from_pem_slice(&pem).map_err(|e| format!("socket.ssl_key '{}': no private key ({:?})", path, e))
+    if !pem.contains("BEGIN ENCRYPTED PRIVATE KEY") {
+        return PrivateKeyDer::from_pem_slice(pem.as_bytes()).map_err(|e| bad(format!("no private key ({:?})", e)));
+    }
+    if password_file.is_empty() {
+        return Err(bad("the key is encrypted and socket.ssl_password_file is not set".into()));
+    }
+    let password = std::fs::read_to_string(password_file).map_err(|e| format!("socket.ssl_password_file '{}': {}", password_file, e))?;
+    let password = password.lines().next().unwrap_or_default();
+    let (_, der) = pkcs8::Document::from_pem(&pem).map_err(|e| bad(e.to_string()))?;
+    let info = pkcs8::EncryptedPrivateKeyInfo::try_from(der.as_bytes()).map_err(|e| bad(e.to_string()))?;
+    let plain = info.decrypt(password).map_err(|e| bad(format!("cannot decrypt it with the password of socket.ssl_password_file ({})", e)))?;
+    Ok(PrivateKeyDer::Pkcs8(plain.as_bytes().to_vec().into()))
 }
 
 /// `socket.ssl_cipher` mapped onto rustls's suites. OpenSSL applies a
@@ -538,7 +549,7 @@ pub mod testing {
         std::fs::write(path("cert.pem"), cert.pem()).expect("write");
         std::fs::write(path("key.pem"), key.serialize_pem()).expect("write");
         std::fs::write(path("ca.pem"), ca.cert.pem()).expect("write");
-        TlsSettings { cert: path("cert.pem"), key: path("key.pem"), ca: path("ca.pem"), cipher: cipher.into(), dynamic: false }
+        TlsSettings { cert: path("cert.pem"), key: path("key.pem"), ca: path("ca.pem"), cipher: cipher.into(), ..TlsSettings::default() }
     }
 
 }
