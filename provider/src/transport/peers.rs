@@ -303,6 +303,10 @@ impl Shared {
             Ok((_, p)) => Inbound::PeerUp { id: p.id, uuid: p.uuid, addr: p.addr },
             Err(f) => {
                 match &f {
+                    // A joiner retries its contacts twice a second: a
+                    // refusal (another cluster, a certificate) is said
+                    // once a minute per address, as the accepting side does.
+                    Failure::Refused(_) if !self.quiet.first_in_a_while(format!("to {} {}", addr, f)) => {}
                     Failure::Refused(_) => warning!("connection to {} {}", addr, f),
                     Failure::Broken(_) | Failure::Gone => info!("cannot contact {}: {}", addr, f),
                 }
