@@ -861,4 +861,31 @@ mod tls {
         let b = tls_node(&plain[1]);
         link(&a, &b);
     }
+
+    #[test]
+    fn garbage_on_a_tls_port_closes_only_its_connection() {
+        let dir = tempfile::tempdir().expect("dir");
+        let ca = ca("cluster");
+        let a = tls_node(&node_files(dir.path(), "a", &ca, ""));
+        let junk: [&[u8]; 4] = [
+            b"GET / HTTP/1.0\r\n\r\n",
+            // A TLS record header announcing 512 bytes, then 5 and a hang-up.
+            &[0x16, 0x03, 0x01, 0x02, 0x00, 1, 2, 3, 4, 5],
+            // A handshake record of nonsense.
+            &[0x16, 0x03, 0x03, 0x00, 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+            &[0x16],
+        ];
+        for bytes in junk {
+            let mut s = TcpStream::connect(a.t.local_addr()).expect("connect");
+            s.set_read_timeout(Some(SOON)).expect("timeout");
+            s.write_all(bytes).expect("write");
+            let _ = s.shutdown(std::net::Shutdown::Write);
+            assert!(closed_by_peer(&mut s), "{:?} left the connection open", bytes);
+        }
+        wait_until("junk connections gone", || a.t.shared.sockets.count() == 0);
+        let b = tls_node(&node_files(dir.path(), "b", &ca, ""));
+        link(&a, &b);
+        send_numbered(&b, a.id, 10);
+        assert_numbered(&a.frames_from(b.id, 10));
+    }
 }

@@ -86,24 +86,8 @@ impl Tls {
         let ciphers = Ciphers::parse(&s.cipher)?;
         let provider = Arc::new(CryptoProvider { cipher_suites: ciphers.suites.clone(), ..ring::default_provider() });
         let verifier = Arc::new(PeerVerifier::new(Arc::new(roots), anchors, provider.clone())?);
-        let versions = ciphers.versions();
         let own = Arc::new(SingleCertAndKey::from(certified_key(s, certs, key, &provider)?));
-        let mut client = ClientConfig::builder_with_provider(provider.clone())
-            .with_protocol_versions(&versions)
-            .map_err(|e| e.to_string())?
-            .dangerous()
-            .with_custom_certificate_verifier(verifier.clone())
-            .with_client_cert_resolver(own.clone());
-        // Every handshake verifies the peer afresh: a reload takes effect
-        // on the next connection, and there is nothing to gain on a LAN.
-        client.resumption = rustls::client::Resumption::disabled();
-        let mut server = ServerConfig::builder_with_provider(provider)
-            .with_protocol_versions(&versions)
-            .map_err(|e| e.to_string())?
-            .with_client_cert_verifier(verifier)
-            .with_cert_resolver(own);
-        server.send_tls13_tickets = 0;
-        server.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        let (client, server) = configs(provider, &ciphers.versions(), verifier, own)?;
         if !ciphers.ignored.is_empty() {
             crate::log::info!("socket.ssl_cipher: {}", ciphers.describe());
         }
@@ -122,6 +106,33 @@ impl Tls {
         let conn = ServerConnection::new(self.server.clone()).map_err(|e| Failed::Refused(e.to_string()))?;
         Session::handshake(Connection::Server(conn), s)
     }
+}
+
+/// Both ends' configurations: the same suites, verifier and certificate.
+/// Every handshake verifies the peer afresh (no resumption, no tickets):
+/// a reload takes effect on the next connection, and there is nothing to
+/// gain on a LAN.
+fn configs(
+    provider: Arc<CryptoProvider>,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    verifier: Arc<PeerVerifier>,
+    own: Arc<SingleCertAndKey>,
+) -> Result<(ClientConfig, ServerConfig), String> {
+    let mut client = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(versions)
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier.clone())
+        .with_client_cert_resolver(own.clone());
+    client.resumption = rustls::client::Resumption::disabled();
+    let mut server = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .map_err(|e| e.to_string())?
+        .with_client_cert_verifier(verifier)
+        .with_cert_resolver(own);
+    server.send_tls13_tickets = 0;
+    server.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+    Ok((client, server))
 }
 
 /// The node's own certificate and key, checked to belong together. Not
