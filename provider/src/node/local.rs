@@ -98,6 +98,13 @@ impl Shared {
                 return Status::ConnFail;
             }
             trx.lock().apply = Slot::Inside;
+        } else if meta.gtid.seqno > 0 {
+            // Ordered but failed: a pause holds the answer too, as
+            // Galera's paused local monitor holds certification itself.
+            // The client stays "Waiting for certification" with its locks
+            // (galera_backup_stage watches for both) and hears of the
+            // failure once the pause ends.
+            self.gate.pass(meta.gtid.seqno);
         }
         status
     }
