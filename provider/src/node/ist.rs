@@ -34,6 +34,22 @@ fn is_running_joiner(request: &[u8]) -> bool {
     request.iter().all(|b| *b == 0)
 }
 
+/// The configuration changes an IST brought the server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct IstViews {
+    /// It heard views older than the one this node joined in.
+    pub heard: bool,
+    /// The view this node joined in was the IST's last seqno, and is not
+    /// finished yet: whoever has the server hear it finishes it then
+    /// (`deliver_view`), or passes it. The server records its position
+    /// with a view only when the provider's last committed seqno is not
+    /// the view's own (MariaDB's log_view): heard after its seqno was
+    /// finished, the view moved the server's stored view but not InnoDB's
+    /// position, and the next IST-only restart failed on "SST script
+    /// passed bogus GTID" (galera_allowlist, galera_vote_rejoin_mysqldump).
+    pub join_held: bool,
+}
+
 impl Shared {
     /// The joiner's receiver, opened before its state request: None when
     /// it has no address or cannot listen (it can then only take SST).
@@ -188,7 +204,7 @@ impl Shared {
     /// stream begins), the configuration changes before `entered` as views
     /// to the server. The position reached and whether the server heard a
     /// view, or None when a needed transfer failed.
-    pub(super) fn receive_ist(&self, ctx: RecvCtx, gtid: Gtid, entered: Seqno) -> Option<(Seqno, bool)> {
+    pub(super) fn receive_ist(&self, ctx: RecvCtx, gtid: Gtid, entered: Seqno) -> Option<(Seqno, IstViews)> {
         match self.apply_ist(ctx, gtid.seqno, entered) {
             Ok(reached) => Some(reached),
             Err(e) if gtid.seqno < entered => {
@@ -197,12 +213,12 @@ impl Shared {
             }
             Err(e) => {
                 log::info!("no IST after the state transfer ({}); nothing was missing: the state holds up to {}", e, gtid.seqno);
-                Some((gtid.seqno, false))
+                Some((gtid.seqno, IstViews::default()))
             }
         }
     }
 
-    fn apply_ist(&self, ctx: RecvCtx, position: Seqno, entered: Seqno) -> Result<(Seqno, bool), String> {
+    fn apply_ist(&self, ctx: RecvCtx, position: Seqno, entered: Seqno) -> Result<(Seqno, IstViews), String> {
         let header = self.ist.wait_header(STALL)?;
         header.covers(position, entered)?;
         if position < entered {
@@ -211,7 +227,7 @@ impl Shared {
         } else {
             log::info!("IST of seqnos {}-{} after the state transfer: none missing here (state at {}, joined at {})", header.first, header.last, position, entered);
         }
-        let mut heard_view = false;
+        let mut views = IstViews::default();
         while let Some((seqno, item)) = self.ist.next(STALL)? {
             if seqno > entered {
                 continue;
@@ -219,15 +235,18 @@ impl Shared {
             // What the group's order did not bring this node: a restarted
             // node's gcache goes on from what it had cached.
             self.gcache.lock().unwrap_or_else(|e| e.into_inner()).fill(seqno, item.clone());
-            if seqno > position {
-                heard_view |= self.apply_ist_item(ctx, seqno, item, entered);
+            if seqno == entered && seqno > position && matches!(item, Cached::View { .. }) {
+                views.join_held = true;
+            } else if seqno > position {
+                views.heard |= self.apply_ist_item(ctx, seqno, item, entered);
             }
         }
         if position < entered {
             self.skip_upto.store(entered, Ordering::SeqCst);
             log::info!("IST applied up to {}", self.apply.last_left());
         }
-        Ok((self.apply.last_left(), heard_view))
+        let reached = if views.join_held { entered } else { self.apply.last_left() };
+        Ok((reached, views))
     }
 
     /// One seqno of the gap, in order: a writeset the server applies (or

@@ -6,6 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::ist::IstViews;
 use super::types::{RecvCtx, Status};
 use super::Shared;
 use crate::group::{DonorError, IstRequest, Transition, View};
@@ -102,10 +103,8 @@ impl Shared {
                 self.apply.last_left()
             );
         }
-        if self.state_installed(ctx, own, receiving).is_none() {
-            return false;
-        }
-        self.hear_join_view(ctx, view);
+        let Some(views) = self.state_installed(ctx, own, receiving) else { return false };
+        self.hear_join_view(ctx, view, views);
         true
     }
 
@@ -114,16 +113,22 @@ impl Shared {
     /// heard is older than the cluster's, so it hears the view it joined
     /// in too, as after Galera's IST (which ends with that view).
     fn state_received(&self, ctx: RecvCtx, gtid: Gtid, view: &View, receiving: bool) -> bool {
-        let Some(heard_view) = self.state_installed(ctx, gtid, receiving) else { return false };
-        if heard_view {
-            self.hear_join_view(ctx, view);
+        let Some(views) = self.state_installed(ctx, gtid, receiving) else { return false };
+        if views.heard {
+            self.hear_join_view(ctx, view, views);
+        } else if views.join_held {
+            self.pass_monitors(view.seqno);
         }
         true
     }
 
     /// The server hears the view this node joined in, once it holds the
     /// state (its view_cb takes it from joiner to joined).
-    fn hear_join_view(&self, ctx: RecvCtx, view: &View) {
+    fn hear_join_view(&self, ctx: RecvCtx, view: &View, views: IstViews) {
+        if views.join_held {
+            // Finishes its seqno after the server heard it (see IstViews).
+            return self.deliver_view(ctx, view);
+        }
         if !self.app.view(ctx, view) {
             log::error!("view callback failed after IST");
         }
@@ -212,7 +217,7 @@ impl Shared {
     /// where it is usually empty); the server hears the views it brings
     /// (see `apply_ist_item`). Whether the server heard a view, or None
     /// when the node cannot go on.
-    fn state_installed(&self, ctx: RecvCtx, gtid: Gtid, receiving: bool) -> Option<bool> {
+    fn state_installed(&self, ctx: RecvCtx, gtid: Gtid, receiving: bool) -> Option<IstViews> {
         self.skip_upto.store(gtid.seqno, Ordering::SeqCst);
         self.apply.reset(gtid.seqno);
         self.commit.reset(gtid.seqno);
@@ -227,11 +232,11 @@ impl Shared {
                 log::error!("the state holds up to {} but this node joined at {} and has no IST receiver for the gap", gtid.seqno, entered);
                 None
             }
-            false => Some((gtid.seqno, false)),
+            false => Some((gtid.seqno, IstViews::default())),
         };
-        let (at, heard_view) = reached?;
+        let (at, views) = reached?;
         let joined = self.group()?.member_state(Transition::Join, at).is_ok();
-        joined.then_some(heard_view)
+        joined.then_some(views)
     }
 
     /// The donor's applier: once everything up to the request is
