@@ -151,7 +151,11 @@ impl Shared {
                 return None;
             }
             Err(e) => {
-                info!("dropping connection from {}: {}", from, e);
+                let why = match e.kind() {
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => "no handshake in time".to_string(),
+                    _ => e.to_string(),
+                };
+                info!("dropping connection from {}: {}", from, why);
                 return None;
             }
         }
