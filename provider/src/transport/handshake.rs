@@ -18,6 +18,11 @@ use super::PeerId;
 use crate::gtid::Uuid;
 use crate::wire::{put_str, Reader};
 
+/// How an allowlist refusal starts, in Galera's words: mtr tests suppress
+/// the accepting side's line by them, and the refused side says it
+/// quietly (it is the operator's choice, not a fault).
+pub const NOT_ALLOWED: &str = "Connection not allowed";
+
 /// Handshake frames carry a few names: anything bigger is not a peer, and
 /// a stranger must not make us allocate the 64 MiB a link frame may have.
 pub const LIMIT: usize = 64 << 10;

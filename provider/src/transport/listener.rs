@@ -189,7 +189,12 @@ impl Shared {
     }
 
     fn complain(&self, from: SocketAddr, why: &str) {
-        if self.quiet.first_in_a_while(format!("{} {}", from.ip(), why)) {
+        if !self.quiet.first_in_a_while(format!("{} {}", from.ip(), why)) {
+            return;
+        }
+        if why.starts_with(handshake::NOT_ALLOWED) {
+            warning!("{}", why);
+        } else {
             warning!("refusing connection from {}: {}", from, why);
         }
     }
@@ -244,7 +249,7 @@ impl Shared {
     fn check(&self, hello: &Hello, from: SocketAddr) -> Option<String> {
         let ip = from.ip().to_string();
         if !(self.allow)(&ip) {
-            return Some(format!("{} is not in the allowlist (wsrep_allowlist)", ip));
+            return Some(format!("{}, IP {} not found in allowlist (wsrep_allowlist)", handshake::NOT_ALLOWED, ip));
         }
         if hello.cluster != self.cluster {
             return Some(format!("cluster name '{}' differs from '{}'", hello.cluster, self.cluster));

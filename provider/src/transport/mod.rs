@@ -225,6 +225,9 @@ struct Shared {
     pending_contacts: AtomicUsize,
     counters: Counters,
     quiet: Quiet,
+    /// Where outgoing connections leave from: the listen address, unless
+    /// that is a wildcard.
+    bind_ip: Option<std::net::IpAddr>,
     /// Replaced whole by `reload_tls`; a handshake uses the one it read.
     tls: RwLock<Option<Arc<tls::Tls>>>,
 }
@@ -307,6 +310,7 @@ impl Transport {
             counters: Counters::default(),
             quiet: Quiet::default(),
             tls: RwLock::new(cfg.tls),
+            bind_ip: Some(local.ip()).filter(|ip| !ip.is_unspecified()),
         });
         let s = shared.clone();
         if !shared.spawn("lockstep-listen", move || s.run_listener(listener)) {

@@ -37,6 +37,20 @@ pub fn resolve(addr: &str) -> io::Result<SocketAddr> {
         .ok_or_else(|| bad("resolves to no address".into()))
 }
 
+/// Connects to `to` from `from` when given (this node's listen address):
+/// peers' allowlists (wsrep_allowlist) then see the node's own address, as
+/// with Galera, whose connections leave from it, rather than whatever the
+/// routing table picks (127.0.0.1 for every node of a loopback cluster).
+pub fn connect_from(from: Option<std::net::IpAddr>, to: &SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+    let Some(ip) = from.filter(|ip| ip.is_ipv4() == to.is_ipv4()) else {
+        return TcpStream::connect_timeout(to, timeout);
+    };
+    let s = socket2::Socket::new(socket2::Domain::for_address(*to), socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
+    s.bind(&SocketAddr::new(ip, 0).into())?;
+    s.connect_timeout(&(*to).into(), timeout)?;
+    Ok(s.into())
+}
+
 /// Options every link socket gets: no Nagle delay (Raft messages are small
 /// and latency is the commit path), and TCP keepalive so a peer whose host
 /// vanished is noticed in seconds even when no data is flowing.

@@ -191,6 +191,7 @@ impl Shared {
                     // Once per change: a peer down for an hour is one line.
                     if msg != last_failure && !self.stopping.load(Ordering::Acquire) {
                         match f {
+                            Failure::Refused(why) if why.starts_with(handshake::NOT_ALLOWED) => info!("connection to {} {}; retrying", addr, msg),
                             Failure::Refused(_) => warning!("connection to {} {}; retrying", addr, msg),
                             Failure::Broken(_) | Failure::Gone => info!("cannot reach {}: {}; retrying", addr, msg),
                         }
@@ -242,7 +243,7 @@ impl Shared {
             return Err(Failure::Broken("isolated".into()));
         }
         let to = net::resolve(addr).map_err(broken)?;
-        let stream = TcpStream::connect_timeout(&to, net::CONNECT_TIMEOUT).map_err(broken)?;
+        let stream = net::connect_from(self.bind_ip, &to, net::CONNECT_TIMEOUT).map_err(broken)?;
         let reg = self.sockets.register(&stream).map_err(broken)?;
         net::prepare_handshake(&stream).map_err(broken)?;
         let nonce = Uuid::random().raft_id();
@@ -307,6 +308,7 @@ impl Shared {
                     // refusal (another cluster, a certificate) is said
                     // once a minute per address, as the accepting side does.
                     Failure::Refused(_) if !self.quiet.first_in_a_while(format!("to {} {}", addr, f)) => {}
+                    Failure::Refused(why) if why.starts_with(handshake::NOT_ALLOWED) => info!("connection to {} {}", addr, f),
                     Failure::Refused(_) => warning!("connection to {} {}", addr, f),
                     Failure::Broken(_) | Failure::Gone => info!("cannot contact {}: {}", addr, f),
                 }

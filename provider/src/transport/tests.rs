@@ -396,7 +396,7 @@ fn the_allowlist_hook_refuses_by_ip() {
     let b = node();
     b.t.connect_addr(&a.addr());
     match b.wait("ContactFailed", |e| matches!(e, Inbound::ContactFailed { .. })) {
-        Inbound::ContactFailed { reason, .. } => assert!(reason.contains("127.0.0.1 is not in the allowlist"), "{}", reason),
+        Inbound::ContactFailed { reason, .. } => assert!(reason.contains("Connection not allowed, IP 127.0.0.1 not found in allowlist"), "{}", reason),
         _ => unreachable!(),
     }
     assert_eq!(a.t.stats().links, 0);
