@@ -55,7 +55,7 @@ impl Shared {
         };
         if is_request(&req, b"trivial") || is_request(&req, b"none") {
             // No data moves: the node starts from the group's position.
-            return self.state_installed(ctx, Gtid::new(view.history, view.seqno), false).is_some();
+            return self.state_installed(ctx, Gtid::new(view.history, view.seqno), false).is_some_and(|(at, _)| self.join_group(at));
         }
         self.set_sst(Sst::Requested);
         let own = *self.joined_from.lock().unwrap_or_else(|e| e.into_inner());
@@ -103,9 +103,9 @@ impl Shared {
                 self.apply.last_left()
             );
         }
-        let Some(views) = self.state_installed(ctx, own, receiving) else { return false };
+        let Some((at, views)) = self.state_installed(ctx, own, receiving) else { return false };
         self.hear_join_view(ctx, view, views);
-        true
+        self.join_group(at)
     }
 
     /// A started server that received its state (an SST, or IST alone
@@ -113,13 +113,20 @@ impl Shared {
     /// heard is older than the cluster's, so it hears the view it joined
     /// in too, as after Galera's IST (which ends with that view).
     fn state_received(&self, ctx: RecvCtx, gtid: Gtid, view: &View, receiving: bool) -> bool {
-        let Some(views) = self.state_installed(ctx, gtid, receiving) else { return false };
+        let Some((at, views)) = self.state_installed(ctx, gtid, receiving) else { return false };
         if views.heard {
             self.hear_join_view(ctx, view, views);
         } else if views.join_held {
             self.pass_monitors(view.seqno);
         }
-        true
+        self.join_group(at)
+    }
+
+    /// Tells the group this node holds the state up to `at`, once the
+    /// view it joined in is finished (a Sync follows when the node has
+    /// applied up to `at`, which it checks when the Join comes back).
+    fn join_group(&self, at: Seqno) -> bool {
+        self.group().is_some_and(|g| g.member_state(Transition::Join, at).is_ok())
     }
 
     /// The server hears the view this node joined in, once it holds the
@@ -212,12 +219,13 @@ impl Shared {
     }
 
     /// The data now holds everything up to `gtid`: start applying after
-    /// it, skip what it contains, and tell the group we have the state.
-    /// With a receiver open, the donor's IST follows (after an SST too,
-    /// where it is usually empty); the server hears the views it brings
-    /// (see `apply_ist_item`). Whether the server heard a view, or None
-    /// when the node cannot go on.
-    fn state_installed(&self, ctx: RecvCtx, gtid: Gtid, receiving: bool) -> Option<IstViews> {
+    /// it and skip what it contains. With a receiver open, the donor's IST
+    /// follows (after an SST too, where it is usually empty); the server
+    /// hears the views it brings (see `apply_ist_item`). The position the
+    /// node holds the state at, for `join_group` once the caller dealt
+    /// with the view it joined in, and what the server heard; None when
+    /// the node cannot go on.
+    fn state_installed(&self, ctx: RecvCtx, gtid: Gtid, receiving: bool) -> Option<(Seqno, IstViews)> {
         self.skip_upto.store(gtid.seqno, Ordering::SeqCst);
         self.apply.reset(gtid.seqno);
         self.commit.reset(gtid.seqno);
@@ -234,9 +242,7 @@ impl Shared {
             }
             false => Some((gtid.seqno, IstViews::default())),
         };
-        let (at, views) = reached?;
-        let joined = self.group()?.member_state(Transition::Join, at).is_ok();
-        joined.then_some(views)
+        reached
     }
 
     /// The donor's applier: once everything up to the request is
