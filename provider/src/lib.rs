@@ -13,12 +13,14 @@
 //! * `gcache`      writeset cache for IST
 //! * `transfer`    SST coordination and IST
 //! * `sim`         deterministic simulation of several members' core
+//! * [`arbitrator`] a voting member without data: what `garbd` runs
 //! * `wire`        the bounds-checked reader every binary format uses
 //!
 //! The one registry of provider options and status variables is its own
 //! crate, `lockstep-config`, shared with the `lockstep` command.
 
 pub mod abi;
+pub mod arbitrator;
 pub mod cert;
 pub mod gtid;
 pub mod writeset;

@@ -1155,6 +1155,14 @@ pub fn raft_config(id: u64) -> raft::Config {
     }
 }
 
+/// An arbitrator's Raft settings: its election timer never runs out, so
+/// it never campaigns (it keeps no data, so it must never lead), while the
+/// lease it grants a leader (`election_tick`) stays the usual one: it
+/// still votes for a new leader once the old one went silent.
+pub fn never_campaign(config: raft::Config) -> raft::Config {
+    raft::Config { min_election_tick: usize::MAX / 4, max_election_tick: usize::MAX / 2, ..config }
+}
+
 pub fn raft_node_with(config: &raft::Config, voters: Vec<u64>) -> raft::Result<RawNode<GroupLog>> {
     config.validate()?;
     RawNode::new(config, GroupLog::new(voters), &super::raft_log::logger())

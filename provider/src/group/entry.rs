@@ -35,6 +35,11 @@ pub struct MemberInfo {
     pub incoming: String,
     /// Where the group transport listens (`host:port`).
     pub address: String,
+    /// A voting member that keeps no data (`garbd`): it never leads,
+    /// donates or takes part in consistency votes. Not part of
+    /// `encode_member` (views in the gcache keep that form): the join
+    /// request, the `Add` entry and snapshots carry it (see there).
+    pub arbitrator: bool,
 }
 
 /// A member's own state-transfer transitions, ordered with the writesets
@@ -109,6 +114,9 @@ const PIECE: u8 = 7;
 const VOTE: u8 = 8;
 const BOOTSTRAP: u8 = 10;
 const ADD: u8 = 11;
+/// `Add` of an arbitrator: its own tag, so that `encode_member` stays
+/// the form views keep.
+const ADD_ARBITRATOR: u8 = 14;
 const PROMOTE: u8 = 12;
 const REMOVE: u8 = 13;
 
@@ -250,7 +258,7 @@ impl Membership {
                 encode_member(member, &mut out);
             }
             Membership::Add { member } => {
-                out.push(ADD);
+                out.push(if member.arbitrator { ADD_ARBITRATOR } else { ADD });
                 encode_member(member, &mut out);
             }
             Membership::Promote { member } => {
@@ -278,6 +286,7 @@ impl Membership {
                 Membership::Bootstrap { history, position, member: decode_member(&mut r)? }
             }
             ADD => Membership::Add { member: decode_member(&mut r)? },
+            ADD_ARBITRATOR => Membership::Add { member: MemberInfo { arbitrator: true, ..decode_member(&mut r)? } },
             PROMOTE => Membership::Promote { member: r.uuid()? },
             REMOVE => Membership::Remove { member: r.uuid()? },
             t => return Err(WireError::Tag(t)),
@@ -307,7 +316,7 @@ pub fn decode_member(r: &mut Reader<'_>) -> Result<MemberInfo, WireError> {
     let name = r.string()?;
     let incoming = r.string()?;
     let address = r.string()?;
-    Ok(MemberInfo { id, name, incoming, address })
+    Ok(MemberInfo { id, name, incoming, address, arbitrator: false })
 }
 
 #[cfg(test)]
@@ -315,7 +324,7 @@ mod tests {
     use super::*;
 
     fn member() -> MemberInfo {
-        MemberInfo { id: Uuid::random(), name: "node1".into(), incoming: "127.0.0.1:3306".into(), address: "127.0.0.1:4567".into() }
+        MemberInfo { id: Uuid::random(), name: "node1".into(), incoming: "127.0.0.1:3306".into(), address: "127.0.0.1:4567".into(), arbitrator: false }
     }
 
     fn round_trip(e: Entry) {
@@ -353,6 +362,7 @@ mod tests {
         let all = [
             Membership::Bootstrap { history: Uuid::random(), position: 234, member: member() },
             Membership::Add { member: member() },
+            Membership::Add { member: MemberInfo { arbitrator: true, ..member() } },
             Membership::Promote { member: Uuid::random() },
             Membership::Remove { member: Uuid::random() },
         ];

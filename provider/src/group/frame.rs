@@ -27,6 +27,9 @@ const KIND_LEFT: u8 = 4;
 const KIND_PROBE: u8 = 6;
 const KIND_COMMIT: u8 = 7;
 const KIND_LAG: u8 = 8;
+/// A join request from an arbitrator: the payload of `KIND_JOIN`, whose
+/// form older members parse to its end, so the flag gets its own kind.
+const KIND_JOIN_ARBITRATOR: u8 = 9;
 
 #[derive(Debug, PartialEq)]
 pub(crate) enum Frame {
@@ -85,7 +88,7 @@ impl Frame {
                         out.extend_from_slice(&seqno.to_le_bytes());
                     }
                 }
-                KIND_JOIN
+                if member.arbitrator { KIND_JOIN_ARBITRATOR } else { KIND_JOIN }
             }
             Frame::Flow(signal) => {
                 out.push((*signal == Signal::Stop) as u8);
@@ -118,7 +121,8 @@ impl Frame {
         let mut r = Reader::new(payload);
         let frame = match kind {
             KIND_RAFT => return Message::parse_from_bytes(payload).map(Frame::Raft).map_err(|e| FrameError::Raft(e.to_string())),
-            KIND_JOIN => decode_join(&mut r).map_err(|e| FrameError::Malformed("join request", e))?,
+            KIND_JOIN => decode_join(&mut r, false).map_err(|e| FrameError::Malformed("join request", e))?,
+            KIND_JOIN_ARBITRATOR => decode_join(&mut r, true).map_err(|e| FrameError::Malformed("arbitrator's join request", e))?,
             KIND_FLOW => match r.u8() {
                 Ok(0) => Frame::Flow(Signal::Cont),
                 Ok(1) => Frame::Flow(Signal::Stop),
@@ -136,8 +140,8 @@ impl Frame {
     }
 }
 
-fn decode_join(r: &mut Reader<'_>) -> Result<Frame, WireError> {
-    let member = decode_member(r)?;
+fn decode_join(r: &mut Reader<'_>, arbitrator: bool) -> Result<Frame, WireError> {
+    let member = MemberInfo { arbitrator, ..decode_member(r)? };
     let previous = match r.remaining() {
         0 => None,
         _ => {
@@ -176,7 +180,7 @@ fn decode_commit(r: &mut Reader<'_>) -> Result<Frame, WireError> {
 /// One of each frame, for the tests and the decoders' fuzzing.
 #[cfg(test)]
 pub(crate) fn every_frame() -> Vec<Frame> {
-    let member = MemberInfo { id: Uuid([1; 16]), name: "node1".into(), incoming: "127.0.0.1:3306".into(), address: "127.0.0.1:4567".into() };
+    let member = MemberInfo { id: Uuid([1; 16]), name: "node1".into(), incoming: "127.0.0.1:3306".into(), address: "127.0.0.1:4567".into(), arbitrator: false };
     let mut m = Message::default();
     m.to = 2;
     m.term = 7;
@@ -184,7 +188,8 @@ pub(crate) fn every_frame() -> Vec<Frame> {
         Frame::Raft(m),
         Frame::Join { member: member.clone(), previous: None },
         Frame::Join { member: member.clone(), previous: Some((Uuid([2; 16]), None)) },
-        Frame::Join { member, previous: Some((Uuid([2; 16]), Some((Uuid([3; 16]), 41)))) },
+        Frame::Join { member: member.clone(), previous: Some((Uuid([2; 16]), Some((Uuid([3; 16]), 41)))) },
+        Frame::Join { member: MemberInfo { arbitrator: true, ..member }, previous: None },
         Frame::Flow(Signal::Stop),
         Frame::Flow(Signal::Cont),
         Frame::Left { member: Uuid([4; 16]), index: 4242 },
@@ -224,6 +229,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Frame::decode(9, &[]), Err(FrameError::Kind(9)));
+        assert_eq!(Frame::decode(10, &[]), Err(FrameError::Kind(10)));
     }
 }

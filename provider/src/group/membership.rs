@@ -233,7 +233,8 @@ impl Driver {
             l.next_step = next_step;
         }
         let leader = self.incarnation.raw.raft.state == StateRole::Leader;
-        let other_voter = self.state.members().iter().find(|m| m.voter && m.info.id != self.me.id).map(|m| m.info.id.raft_id());
+        // An arbitrator never leads: it holds no data to serve joiners.
+        let other_voter = self.state.members().iter().find(|m| m.voter && !m.info.arbitrator && m.info.id != self.me.id).map(|m| m.info.id.raft_id());
         if let Some(to) = other_voter.filter(|_| leader) {
             self.incarnation.raw.transfer_leader(to);
             return;
@@ -242,7 +243,7 @@ impl Driver {
         // then takes over. Removing ourselves now would leave no voter
         // (raft refuses it) and that learner without a leader, a node
         // stopped the moment another finished joining (galera_ssl_upgrade).
-        if leader && other_voter.is_none() && self.state.members().iter().any(|m| m.info.id != self.me.id && holds_state(m)) {
+        if leader && other_voter.is_none() && self.state.members().iter().any(|m| m.info.id != self.me.id && !m.voter && !m.info.arbitrator && holds_state(m)) {
             return self.promote_learners();
         }
         self.propose_membership(Membership::Remove { member: self.me.id }, ConfChangeType::RemoveNode);

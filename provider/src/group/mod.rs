@@ -242,7 +242,10 @@ impl Group {
             Mode::Bootstrap { history, position } => Start::Bootstrap { history, position },
             Mode::Join { peers } => Start::Join { peers },
         };
-        let raft = raft_config(me.id.raft_id());
+        let raft = match me.arbitrator {
+            true => driver::never_campaign(raft_config(me.id.raft_id())),
+            false => raft_config(me.id.raft_id()),
+        };
         let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts, previous: cfg.previous, raft, limits: Limits::default() };
         let flow = Arc::new(FlowGate::default());
         flow.reset(Instant::now());

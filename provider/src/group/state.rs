@@ -298,9 +298,10 @@ impl GroupState {
     }
 
     /// The members whose votes count: those that hold the state (Galera
-    /// counts synced, joined and donor members alike).
+    /// counts synced, joined and donor members alike). An arbitrator
+    /// applies nothing, so it has no outcome to vote on.
     fn counted(&self) -> Vec<Uuid> {
-        let holds = |m: &&Member| matches!(m.state, MemberState::Synced | MemberState::Joined | MemberState::Donor);
+        let holds = |m: &&Member| !m.info.arbitrator && matches!(m.state, MemberState::Synced | MemberState::Joined | MemberState::Donor);
         self.members.iter().filter(holds).map(|m| m.info.id).collect()
     }
 
@@ -508,9 +509,9 @@ impl GroupState {
 
     /// Galera's rule: the first synced member named in `wsrep_sst_donor`
     /// (comma-separated); a trailing comma, or no list, allows any synced
-    /// member after that.
+    /// member after that. An arbitrator has no data to give.
     fn select_donor(&self, joiner: Uuid, spec: &str) -> Result<Uuid, DonorError> {
-        let can_donate = |m: &&Member| m.info.id != joiner && m.state == MemberState::Synced;
+        let can_donate = |m: &&Member| m.info.id != joiner && m.state == MemberState::Synced && !m.info.arbitrator;
         let names: Vec<&str> = spec.split(',').map(str::trim).collect();
         let mut named_present = false;
         for name in names.iter().filter(|n| !n.is_empty()) {

@@ -26,7 +26,7 @@ struct Member {
 
 fn config(name: &str, mode: Mode) -> GroupConfig {
     GroupConfig {
-        me: MemberInfo { id: Uuid::random(), name: name.into(), incoming: "127.0.0.1:3306".into(), address: String::new() },
+        me: MemberInfo { id: Uuid::random(), name: name.into(), incoming: "127.0.0.1:3306".into(), address: String::new(), arbitrator: false },
         mode,
         listen: "127.0.0.1:0".into(),
         cluster_name: "test".into(),
@@ -595,6 +595,102 @@ fn a_leader_leaving_right_after_its_learner_joined_leaves_that_learner_primary()
     b.until("b alone and primary", view_with(1));
     b.group.propose(1, |buf| buf.push(1), 1).unwrap();
     assert_eq!(ordered_of(&b, 1).len(), 1);
+    a.group.stop();
+    b.group.stop();
+}
+
+/// Two data members (`a` leads) and an arbitrator, all voters; the
+/// arbitrator runs on its own thread until `stop` is set.
+fn two_members_and_an_arbitrator() -> (Member, Member, ArbitratorThread) {
+    let (a, b, _) = two_voters();
+    let cfg = crate::arbitrator::ArbitratorConfig {
+        name: "garb".into(),
+        address: format!("gcomm://{}", a.addr()),
+        group: "test".into(),
+        options: "gmcast.listen_addr=tcp://127.0.0.1:0; evs.keepalive_period=PT0.5S; evs.suspect_timeout=PT1.5S".into(),
+    };
+    let garb = ArbitratorThread::start(&cfg);
+    for m in [&a, &b] {
+        m.until("the arbitrator synced", |e| matches!(e, GroupEvent::MemberState { member, state: MemberState::Synced, .. } if *member == garb.id));
+    }
+    // Let the leader promote it.
+    std::thread::sleep(Duration::from_millis(500));
+    (a, b, garb)
+}
+
+struct ArbitratorThread {
+    id: Uuid,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ArbitratorThread {
+    fn start(cfg: &crate::arbitrator::ArbitratorConfig) -> ArbitratorThread {
+        let garb = crate::arbitrator::Arbitrator::start(cfg).unwrap();
+        let id = garb.me().id;
+        assert!(garb.me().arbitrator);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            garb.run(|| flag.load(std::sync::atomic::Ordering::SeqCst));
+            garb.leave();
+        });
+        ArbitratorThread { id, stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for ArbitratorThread {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The survivor of a killed data member orders writes with the
+/// arbitrator's vote, and never makes the arbitrator its donor.
+fn survivor_goes_on(survivor: &Member, dead: Uuid, garb: &ArbitratorThread) {
+    let GroupEvent::View(v) = survivor.until("the survivor's view without the dead member", view_with(2)) else { unreachable!() };
+    assert!(v.members.iter().all(|m| m.id != dead), "{:?}", v);
+    assert!(v.members.iter().any(|m| m.id == garb.id && m.arbitrator), "{:?}", v);
+    survivor.group.propose(7, |buf| buf.push(7), 1).unwrap();
+    survivor.until("a write ordered with two of three voters", |e| matches!(e, GroupEvent::Ordered { token: 7, .. }));
+    assert!(survivor.group.read_index(Instant::now() + Duration::from_secs(5)).is_some(), "reads confirmed with a quorum");
+}
+
+#[test]
+fn with_an_arbitrator_the_follower_survives_its_leader_killed() {
+    let (a, b, garb) = two_members_and_an_arbitrator();
+    a.group.stop();
+    survivor_goes_on(&b, a.group.me().id, &garb);
+    b.group.stop();
+}
+
+#[test]
+fn with_an_arbitrator_the_leader_survives_its_follower_killed() {
+    let (a, b, garb) = two_members_and_an_arbitrator();
+    b.group.stop();
+    survivor_goes_on(&a, b.group.me().id, &garb);
+    // A joiner now: its donor can only be `a`, never the arbitrator.
+    let c = start("node3", Mode::Join { peers: vec![a.addr()] });
+    c.until("c is in", |e| matches!(e, GroupEvent::View(v) if v.primary && v.my_idx >= 0) || matches!(e, GroupEvent::Restored { .. }));
+    c.group.state_request("", IstRequest { position: (Uuid::NIL, -1), addr: String::new() }, b"sst").unwrap();
+    let GroupEvent::StateTransfer { donor, .. } = c.until("the donor chosen", |e| matches!(e, GroupEvent::StateTransfer { .. })) else { unreachable!() };
+    assert_eq!(donor, Ok(a.group.me().id));
+    a.group.stop();
+    c.group.stop();
+}
+
+#[test]
+fn an_arbitrator_that_stops_leaves_the_group_at_once() {
+    let (a, b, garb) = two_members_and_an_arbitrator();
+    let left = Instant::now();
+    drop(garb);
+    a.until("a's view without the arbitrator", view_with(2));
+    assert!(left.elapsed() < Duration::from_millis(1500), "a graceful leave, not an eviction");
+    a.group.propose(3, |buf| buf.push(3), 1).unwrap();
+    b.until("b still orders", |e| matches!(e, GroupEvent::Ordered { payload, .. } if payload[..] == [3]));
     a.group.stop();
     b.group.stop();
 }

@@ -237,6 +237,7 @@ impl Node {
             name: args.node_name,
             incoming: args.node_incoming,
             address: args.settings.group_address.clone(),
+            arbitrator: false,
         };
         crate::log::info!("Node {} starts at {}:{}", me.name, position.uuid, position.seqno);
         let gcache = open_gcache(&args.settings, &args.data_dir, position);

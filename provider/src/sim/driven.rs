@@ -304,7 +304,7 @@ impl Driven {
     /// restarts (its state is then that position's).
     pub fn new(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, weight: u32, previous: Option<Previous>, now: Instant) -> Driven {
         let id = uuid(index);
-        let info = MemberInfo { id, name: format!("node{}", index + 1), incoming: String::new(), address: format!("sim:{}", index) };
+        let info = MemberInfo { id, name: format!("node{}", index + 1), incoming: String::new(), address: format!("sim:{}", index), arbitrator: false };
         let mut raft = group::raft_config(id.raft_id());
         // One election timeout per member, drawn from the seed (raft-rs
         // would draw it from thread_rng, and two members that time out

@@ -2,21 +2,24 @@
 //!
 //! ```text
 //! version u8 (1) | history 16 | seqno i64 | conf_id i64 | member count u32
-//! | (member | state u8 | desync u32 | voter u8 | weight u32)* | fenced count u32 | (uuid 16 | token u64)*
+//! | (member | state u8 | desync u32 | roles u8 | weight u32)* | fenced count u32 | (uuid 16 | token u64)*
 //! | known u8 | (former 16 | from i64 if known) | votes (see `vote`)
 //! ```
 //!
 //! Version 3 added the component (optional: a state bootstrapped before it
-//! existed has none), version 4 the last vote decided. Version 2
-//! snapshots still restore.
+//! existed has none), version 4 the last vote decided, version 5 the
+//! arbitrator bit in `roles` (bit 0: voter, bit 1: arbitrator; before it,
+//! any non-zero byte was a voter). Version 2 snapshots still restore.
 
 use super::{GroupState, Member, MemberState};
 use crate::group::entry::{decode_member, encode_member};
 use crate::wire::{Reader, WireError};
 use crate::gtid::Uuid;
 
-// 2: members carry their weight. 3: the component. 4: votes.
-const VERSION: u8 = 4;
+// 2: members carry their weight. 3: the component. 4: votes. 5: arbitrators.
+const VERSION: u8 = 5;
+const VOTER: u8 = 1;
+const ARBITRATOR: u8 = 2;
 const OLDEST: u8 = 2;
 
 fn state_byte(s: MemberState) -> u8 {
@@ -50,7 +53,7 @@ impl GroupState {
             encode_member(&m.info, &mut out);
             out.push(state_byte(m.state));
             out.extend_from_slice(&m.desync_count.to_le_bytes());
-            out.push(m.voter as u8);
+            out.push(if m.voter { VOTER } else { 0 } | if m.info.arbitrator { ARBITRATOR } else { 0 });
             out.extend_from_slice(&m.weight.to_le_bytes());
         }
         out.extend_from_slice(&(self.fenced.len() as u32).to_le_bytes());
@@ -78,10 +81,12 @@ impl GroupState {
         g.seqno = r.u64()? as i64;
         g.conf_id = r.u64()? as i64;
         for _ in 0..r.u32()? {
-            let info = decode_member(&mut r)?;
+            let mut info = decode_member(&mut r)?;
             let state = state_of(r.u8()?)?;
             let desync_count = r.u32()?;
-            let voter = r.u8()? != 0;
+            let roles = r.u8()?;
+            let voter = if version >= 5 { roles & VOTER != 0 } else { roles != 0 };
+            info.arbitrator = version >= 5 && roles & ARBITRATOR != 0;
             let weight = r.u32()?;
             g.members.push(Member { info, state, desync_count, voter, weight });
         }

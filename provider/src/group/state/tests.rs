@@ -1,7 +1,11 @@
 use super::*;
 
 fn member(id: Uuid, name: &str) -> MemberInfo {
-    MemberInfo { id, name: name.into(), incoming: "i".into(), address: "a".into() }
+    MemberInfo { id, name: name.into(), incoming: "i".into(), address: "a".into(), arbitrator: false }
+}
+
+fn arbitrator(id: Uuid) -> MemberInfo {
+    MemberInfo { arbitrator: true, ..member(id, "garb") }
 }
 
 fn apply(g: &mut GroupState, e: Entry) -> Vec<GroupEvent> {
@@ -140,6 +144,7 @@ fn snapshot_round_trips_and_refuses_truncation() {
     let (a, b) = (Uuid::random(), Uuid::random());
     let mut g = boot(a, 41);
     membership(&mut g, Membership::Add { member: member(b, "node2") });
+    membership(&mut g, Membership::Add { member: arbitrator(Uuid::random()) });
     apply(&mut g, Entry::Fence { origin: a, token: 3 });
     let enc = g.encode();
     let back = GroupState::decode(a, &enc).unwrap();
@@ -249,4 +254,23 @@ fn a_vote_is_decided_alike_on_every_member_and_snapshots_wait_for_it() {
     let mut h = restored.clone();
     h.apply(vote(a, 1 << 63 | 9), &mut late);
     assert!(!late.iter().any(|e| matches!(e, GroupEvent::VoteRequest { .. } | GroupEvent::VoteResult { .. })), "an outdated vote, after a restore too: {late:?}");
+}
+
+#[test]
+fn an_arbitrator_never_donates_and_never_votes() {
+    let (a, garb, c) = (Uuid::random(), Uuid::random(), Uuid::random());
+    let mut g = boot(a, 5);
+    membership(&mut g, Membership::Add { member: arbitrator(garb) });
+    for t in [Transition::Join, Transition::Sync] {
+        apply(&mut g, Entry::MemberState { member: garb, transition: t, seqno: -1 });
+    }
+    assert_eq!(g.member(garb).unwrap().state, MemberState::Synced, "it joins without a state transfer");
+    membership(&mut g, Membership::Add { member: member(c, "node3") });
+    apply(&mut g, Entry::MemberState { member: a, transition: Transition::Desync, seqno: -1 });
+    assert_eq!(g.select_donor(c, ""), Err(DonorError::Again), "the only synced member left is the arbitrator");
+    assert_eq!(g.select_donor(c, "garb"), Err(DonorError::Again), "not even when named");
+    apply(&mut g, Entry::MemberState { member: a, transition: Transition::Join, seqno: -1 });
+    apply(&mut g, Entry::MemberState { member: a, transition: Transition::Sync, seqno: -1 });
+    assert_eq!(g.select_donor(c, ""), Ok(a));
+    assert_eq!(g.counted(), vec![a], "votes are counted among the members that apply");
 }
