@@ -126,6 +126,19 @@ fn install_mysqld_wrapper(dir: &Path) -> io::Result<()> {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
 }
 
+/// mtr looks for garbd at `garb/garbd` beside the provider library, then
+/// at /usr/bin/garbd, which is Galera's. Cargo builds ours beside the
+/// library (`garbd`): the link makes the garbd tests run ours.
+fn link_garbd(provider: &Path) -> io::Result<()> {
+    let Some(dir) = provider.parent() else { return Ok(()) };
+    let (ours, link) = (dir.join("garbd"), dir.join("garb").join("garbd"));
+    if !ours.is_file() || link.exists() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir.join("garb"))?;
+    std::os::unix::fs::symlink("../garbd", link)
+}
+
 fn quote(arg: &str) -> String {
     let plain = arg
         .bytes()
@@ -150,6 +163,7 @@ pub fn run(inv: &Invocation, log: &Path, mut on_line: impl FnMut(&str)) -> io::R
     let mut log = File::create(log)?;
     writeln!(log, "# {}", inv.shell_line().map_err(io::Error::other)?)?;
     install_mysqld_wrapper(&inv.mysqld_dir())?;
+    link_garbd(&inv.provider)?;
     let mut child = Command::new("perl")
         .args(inv.args().map_err(io::Error::other)?)
         .current_dir(MTR_DIR)

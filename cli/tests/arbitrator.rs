@@ -1,0 +1,99 @@
+//! Two data nodes and garbd, the deployment an arbitrator exists for: with
+//! garbd in the cluster, killing either data node (SIGKILL) leaves the other
+//! Primary and writing; the killed node rejoins from the survivor (garbd
+//! has nothing to give); a garbd stopped with SIGTERM leaves at once and
+//! exits 0. `LOCKSTEP_TEST_MULTI_PROVIDER=galera` runs it on the referee
+//! with Debian's garbd.
+
+mod common;
+
+use common::*;
+use lockstep_cli::cluster::{Node, Provider};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Our garbd is built in target/<profile>/, where liblockstep.so is (or
+/// one up: tests load the copy in deps/); Galera's is Debian's.
+fn garbd_for(provider_lib: &std::path::Path) -> PathBuf {
+    if matches!(multi_node_provider(), Provider::Galera) {
+        return PathBuf::from("/usr/bin/garbd");
+    }
+    let dir = provider_lib.parent().expect("the library's directory");
+    [dir.join("garbd"), dir.join("../garbd")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("no garbd next to {}: build it with `cargo build --release --workspace`", provider_lib.display()))
+}
+
+fn wait_size(node: Node, size: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    while status_var(node, "wsrep_cluster_size") != size {
+        assert!(Instant::now() < deadline, "{}: cluster size is not {size}:\n{}", node.name(), node.error_log_tail(30));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The survivor of a killed peer: Primary with itself and garbd, and it
+/// commits.
+fn goes_on_alone_with_garbd(survivor: Node, row: u32) {
+    wait_size(survivor, "2", Duration::from_secs(30));
+    assert_eq!(status_var(survivor, "wsrep_cluster_status"), "Primary", "{}", survivor.error_log_tail(30));
+    survivor.sql(&format!("INSERT INTO d.t VALUES ({row})")).unwrap_or_else(|e| panic!("{}: {e}", survivor.name()));
+}
+
+struct Garbd(Child);
+
+impl Drop for Garbd {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn with_garbd_either_of_two_data_nodes_survives_the_others_death() {
+    let _turn = take_turn();
+    let spec = spec("arbitrator", 22, 3);
+    let cluster = up_first(spec, 2);
+    let (n1, n2) = (cluster.node(1), cluster.node(2));
+    let log = cluster.dir().join("garbd.log");
+    let garbd = Command::new(garbd_for(cluster.provider_path()))
+        .args(["--address", &format!("gcomm://127.0.0.1:{}", n1.ports().gcomm)])
+        .args(["--group", &cluster.spec().cluster_name])
+        // Node 3's ports, which no server uses here.
+        .args(["--options", &format!("gmcast.listen_addr=tcp://127.0.0.1:{}", cluster.node(3).ports().gcomm)])
+        .args(["--log", &log.display().to_string()])
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("garbd starts");
+    let mut garbd = Garbd(garbd);
+    wait_size(n1, "3", Duration::from_secs(30));
+    n1.sql("CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY)").unwrap();
+    n2.sql("INSERT INTO d.t VALUES (1)").unwrap();
+
+    n1.kill().unwrap();
+    goes_on_alone_with_garbd(n2, 2);
+    start_node(n1);
+    wait_size(n2, "3", Duration::from_secs(30));
+    n2.kill().unwrap();
+    goes_on_alone_with_garbd(n1, 3);
+    assert_eq!(n1.sql("SELECT COUNT(*) FROM d.t").unwrap(), [["3"]], "the rejoined node holds every row");
+    start_node(n2);
+    assert_eq!(n2.sql("SET SESSION wsrep_sync_wait = 1; SELECT COUNT(*) FROM d.t").unwrap(), [["3"]]);
+
+    let stopped = Instant::now();
+    // SAFETY: a signal to the child we started.
+    unsafe { libc_kill(garbd.0.id() as i32, 15) };
+    let status = garbd.0.wait().expect("garbd exits");
+    assert!(status.success(), "garbd exited with {status}:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+    wait_size(n1, "2", Duration::from_secs(30));
+    assert!(stopped.elapsed() < Duration::from_secs(4), "garbd left by eviction ({:?}), not by leaving", stopped.elapsed());
+    n1.sql("INSERT INTO d.t VALUES (4)").unwrap();
+    assert_eq!(n2.sql("SET SESSION wsrep_sync_wait = 1; SELECT COUNT(*) FROM d.t").unwrap(), [["4"]]);
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
