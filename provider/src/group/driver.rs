@@ -979,6 +979,11 @@ impl Driver {
             // use as a precaution (galera_3nodes.galera-features#115).
             return log::info!("pc.bootstrap ignored: this node is not in a non-primary component");
         }
+        if self.me.arbitrator {
+            // A component of the arbitrator alone would order writes no
+            // data node holds.
+            return log::info!("an arbitrator never forms a primary component: it waits for a data member");
+        }
         // The new log numbers on from everything this member holds of the
         // old one (see GroupLog::continuing).
         let (last, term) = (self.incarnation.raw.raft.raft_log.last_index(), self.incarnation.raw.raft.term);

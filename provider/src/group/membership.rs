@@ -132,7 +132,8 @@ impl Driver {
     /// no other primary can exist, so it forms one again on its own (what
     /// Galera's pc.recovery achieves when the killed members return).
     fn on_restarted_member(&mut self, previous: Uuid) {
-        if self.incarnation.quorum.is_primary() || self.state.member(previous).is_none() || previous == self.me.id {
+        // An arbitrator holds no state to form a component with.
+        if self.incarnation.quorum.is_primary() || self.state.member(previous).is_none() || previous == self.me.id || self.me.arbitrator {
             return;
         }
         if self.incarnation.restarted.insert(previous) {

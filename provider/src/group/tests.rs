@@ -620,6 +620,7 @@ fn two_members_and_an_arbitrator() -> (Member, Member, ArbitratorThread) {
 
 struct ArbitratorThread {
     id: Uuid,
+    port: u16,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -628,6 +629,7 @@ impl ArbitratorThread {
     fn start(cfg: &crate::arbitrator::ArbitratorConfig) -> ArbitratorThread {
         let garb = crate::arbitrator::Arbitrator::start(cfg).unwrap();
         let id = garb.me().id;
+        let port = garb.me().address.rsplit(':').next().and_then(|p| p.parse().ok()).expect("the arbitrator's port");
         assert!(garb.me().arbitrator);
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = stop.clone();
@@ -635,7 +637,7 @@ impl ArbitratorThread {
             garb.run(|| flag.load(std::sync::atomic::Ordering::SeqCst));
             garb.leave();
         });
-        ArbitratorThread { id, stop, thread: Some(thread) }
+        ArbitratorThread { id, port, stop, thread: Some(thread) }
     }
 }
 
@@ -693,4 +695,24 @@ fn an_arbitrator_that_stops_leaves_the_group_at_once() {
     b.until("b still orders", |e| matches!(e, GroupEvent::Ordered { payload, .. } if payload[..] == [3]));
     a.group.stop();
     b.group.stop();
+}
+
+#[test]
+fn an_arbitrator_left_alone_never_forms_a_component_for_restarted_members() {
+    let (a, b, garb) = two_members_and_an_arbitrator();
+    a.group.stop();
+    b.group.stop();
+    // Past the arbitrator's leaderless grace: it is non-primary.
+    std::thread::sleep(Duration::from_secs(3));
+    // Both data members restart and call it: a member left alone would
+    // now form the component again (as `a_survivor_reforms...`).
+    let restarted: Vec<Member> = [(&a, "node1"), (&b, "node2")]
+        .into_iter()
+        .map(|(was, name)| {
+            let previous = recovery::Previous { member: was.group.me().id, view: vec![], position: (Uuid::NIL, -1) };
+            start_with(GroupConfig { previous: Some(previous), ..config(name, Mode::Join { peers: vec![format!("127.0.0.1:{}", garb.port)] }) })
+        })
+        .collect();
+    let all: Vec<&Member> = restarted.iter().collect();
+    none_for(&all, Duration::from_secs(3), "a component formed by the arbitrator", |e| matches!(e, GroupEvent::View(v) if v.primary));
 }
