@@ -1,8 +1,9 @@
 //! Two data nodes and garbd, the deployment an arbitrator exists for: with
 //! garbd in the cluster, killing either data node (SIGKILL) leaves the other
 //! Primary and writing; the killed node rejoins from the survivor (garbd
-//! has nothing to give); a garbd stopped with SIGTERM leaves at once and
-//! exits 0. `LOCKSTEP_TEST_MULTI_PROVIDER=galera` runs it on the referee
+//! has nothing to give); both data nodes killed at once recover the
+//! component with garbd when they start again; a garbd stopped with
+//! SIGTERM leaves at once and exits 0. `LOCKSTEP_TEST_MULTI_PROVIDER=galera` runs it on the referee
 //! with Debian's garbd.
 
 mod common;
@@ -80,6 +81,23 @@ fn with_garbd_either_of_two_data_nodes_survives_the_others_death() {
     goes_on_alone_with_garbd(n1, 3);
     assert_eq!(n1.sql("SELECT COUNT(*) FROM d.t").unwrap(), [["3"]], "the rejoined node holds every row");
     start_node(n2);
+    assert_eq!(n2.sql("SET SESSION wsrep_sync_wait = 1; SELECT COUNT(*) FROM d.t").unwrap(), [["3"]]);
+
+    // Both data nodes at once (their site lost power, garbd's did not),
+    // started again as an init system would: they recover the component
+    // with garbd, which never forms one of its own.
+    for n in [n1, n2] {
+        n.kill().unwrap();
+    }
+    std::thread::scope(|s| {
+        for n in [n1, n2] {
+            s.spawn(move || n.start_member().unwrap_or_else(|e| panic!("{} did not recover: {e}", n.name())));
+        }
+    });
+    for n in [n1, n2] {
+        wait_size(n, "3", Duration::from_secs(60));
+        n.wait_until("Synced", SYNC_TIMEOUT, |st| st.get("wsrep_local_state_comment") == Some("Synced")).unwrap_or_else(|e| panic!("{}: {e}", n.name()));
+    }
     assert_eq!(n2.sql("SET SESSION wsrep_sync_wait = 1; SELECT COUNT(*) FROM d.t").unwrap(), [["3"]]);
 
     let stopped = Instant::now();

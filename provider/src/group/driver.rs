@@ -478,12 +478,45 @@ impl Driver {
     /// A fire-and-forget proposal (member state, state request, rollback
     /// fragment) Raft drops is kept and retried once a leader is known.
     fn propose_or_keep(&mut self, data: Vec<u8>) {
+        if self.hold_sync(&data) {
+            return;
+        }
         if let Err(raft::Error::ProposalDropped) = self.incarnation.raw.propose(vec![], data.clone()) {
             if self.incarnation.dropped.len() >= MAX_DROPPED {
                 log::warning!("dropping a group message: {} already wait for a leader", MAX_DROPPED);
                 self.incarnation.dropped.pop_front();
             }
             self.incarnation.dropped.push_back(data);
+        }
+    }
+
+    /// A member reports Synced (and its server takes writes) only once it
+    /// votes: the leader promotes a learner when it is Joined, and a
+    /// synced learner is no quorum. Reported before, a synced node whose
+    /// leader died before promoting it was non-Primary with a peer that
+    /// should have kept it Primary (two data nodes and garbd: the one just
+    /// rejoined, and garbd). Galera counts every member of a view alike.
+    /// Bounded: one held entry, proposed on the tick the promotion is
+    /// applied (see `release_sync`).
+    fn hold_sync(&mut self, data: &[u8]) -> bool {
+        let voter = self.state.member(self.me.id).is_some_and(|m| m.voter);
+        if voter {
+            return false;
+        }
+        match Entry::decode(&Bytes::copy_from_slice(data)) {
+            Ok(Entry::MemberState { member, transition: Transition::Sync, .. }) if member == self.me.id => {
+                self.incarnation.held_sync = Some(data.to_vec());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn release_sync(&mut self) {
+        if self.state.member(self.me.id).is_some_and(|m| m.voter) {
+            if let Some(data) = self.incarnation.held_sync.take() {
+                self.propose_or_keep(data);
+            }
         }
     }
 
@@ -595,6 +628,7 @@ impl Driver {
         self.joining_tick();
         self.leaving_tick();
         self.promote_learners();
+        self.release_sync();
         self.evict_silent();
         self.watch_quorum();
         self.send_commit_notice(now);
@@ -957,6 +991,7 @@ impl Driver {
         if self.incarnation.quorum.probe_due(now) {
             self.send_frame(self.peers.iter().copied(), &Frame::Probe);
             self.relay_commit_index();
+            self.call_restarted_members();
         }
         match self.incarnation.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
             Some(Change::Lost) => self.lose_primary_or_ignore(),
@@ -966,6 +1001,20 @@ impl Driver {
                 let _ = self.incarnation.raw.propose(vec![], entry.encode());
             }
             None => {}
+        }
+    }
+
+    /// A non-primary arbitrator calls its last view's addresses as a first
+    /// contact: a data node restarted there is a new member the links to
+    /// the old one refuse, and the data nodes' cluster address seldom
+    /// names the arbitrator, so without the call they would never tell it
+    /// they restarted (see `rejoin_restarted_view`).
+    fn call_restarted_members(&self) {
+        if !self.me.arbitrator {
+            return;
+        }
+        for m in self.state.members().iter().filter(|m| m.info.id != self.me.id && !m.info.address.is_empty()) {
+            self.net.connect_addr(&m.info.address);
         }
     }
 

@@ -10,7 +10,7 @@
 //! been ordered as the new incarnation's). Keeping them in one struct that
 //! is replaced whole makes forgetting one impossible.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
@@ -34,8 +34,9 @@ pub(crate) struct Incarnation {
     /// The leader's last verdict on its weight (leader, primary, when).
     pub(super) leader_says: Option<(u64, bool, Instant)>,
     /// Members of our last primary view whose node has restarted since:
-    /// gone for good, whatever partition they seemed to be in.
-    pub(super) restarted: BTreeSet<Uuid>,
+    /// gone for good, whatever partition they seemed to be in; with the
+    /// address each new node calls from.
+    pub(super) restarted: BTreeMap<Uuid, String>,
     /// Fire-and-forget proposals Raft dropped (no leader), to retry; at
     /// most MAX_DROPPED.
     pub(super) dropped: VecDeque<Vec<u8>>,
@@ -45,6 +46,9 @@ pub(crate) struct Incarnation {
     /// answer the new Raft node will never give.
     pub(super) reads_asked: Vec<(u64, Sender<Seqno>)>,
     pub(super) reads_ready: Vec<(u64, Sender<Seqno>)>,
+    /// This member's Sync transition, held until the member votes (see
+    /// `Driver::hold_sync`).
+    pub(super) held_sync: Option<Vec<u8>>,
 }
 
 impl Incarnation {
@@ -65,10 +69,11 @@ impl Incarnation {
             quorum: Quorum::default(),
             gate,
             leader_says: None,
-            restarted: BTreeSet::new(),
+            restarted: BTreeMap::new(),
             dropped: VecDeque::new(),
             reads_asked: Vec::new(),
             reads_ready: Vec::new(),
+            held_sync: None,
         }
     }
 }

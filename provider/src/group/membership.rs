@@ -113,7 +113,7 @@ impl Driver {
     /// in is ignored when applied.
     pub(super) fn on_join_request(&mut self, member: MemberInfo, previous: Option<(Uuid, Option<(Uuid, Seqno)>)>) {
         if let Some((previous, held)) = previous {
-            self.on_restarted_member(previous);
+            self.on_restarted_member(previous, &member.address);
             if let Some(position) = held {
                 self.on_restarted_joiner(previous, position);
             }
@@ -131,18 +131,41 @@ impl Driver {
     /// back that way is the only one left holding that component's state:
     /// no other primary can exist, so it forms one again on its own (what
     /// Galera's pc.recovery achieves when the killed members return).
-    fn on_restarted_member(&mut self, previous: Uuid) {
-        // An arbitrator holds no state to form a component with.
-        if self.incarnation.quorum.is_primary() || self.state.member(previous).is_none() || previous == self.me.id || self.me.arbitrator {
+    fn on_restarted_member(&mut self, previous: Uuid, address: &str) {
+        if self.incarnation.quorum.is_primary() || self.state.member(previous).is_none() || previous == self.me.id {
             return;
         }
-        if self.incarnation.restarted.insert(previous) {
+        if self.incarnation.restarted.insert(previous, address.to_string()).is_none() {
             log::info!("member {} of the last primary view has restarted", previous);
         }
         let me = self.me.id;
-        if self.state.members().iter().all(|m| m.info.id == me || self.incarnation.restarted.contains(&m.info.id)) {
-            log::info!("every other member of the last primary view has restarted: this node forms the primary component again");
-            self.reform();
+        if !self.state.members().iter().all(|m| m.info.id == me || self.incarnation.restarted.contains_key(&m.info.id)) {
+            return;
+        }
+        if self.me.arbitrator {
+            return self.rejoin_restarted_view();
+        }
+        log::info!("every other member of the last primary view has restarted: this node forms the primary component again");
+        self.reform();
+    }
+
+    /// An arbitrator holds no state to form the component with: it joins
+    /// the restarted members as one more restarted member of that view,
+    /// at the lowest position, so that their recovery, which waits for
+    /// every member of the view, has it and lets the most advanced data
+    /// member form the component (Galera's garbd takes part in pc.recovery
+    /// alike).
+    fn rejoin_restarted_view(&mut self) {
+        let view = self.state.members().iter().map(|m| m.info.id).collect();
+        let position = (self.state.history(), crate::gtid::SEQNO_UNDEFINED);
+        self.previous = Some(super::recovery::Previous { member: self.me.id, view, position });
+        // Where they call from now: contacting them there is what sends
+        // them its join request.
+        let at: Vec<String> = self.incarnation.restarted.values().filter(|a| !a.is_empty()).cloned().collect();
+        log::info!("every data member of the last primary view has restarted: the arbitrator joins them at {} for their recovery", at.join(","));
+        self.rejoin();
+        if let Phase::Joining(j) = &mut self.phase {
+            *j = Joining::new(at, self.clock.now());
         }
     }
 

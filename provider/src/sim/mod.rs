@@ -288,7 +288,20 @@ impl Sim {
         if self.now < RUN_MS {
             self.load()?;
         }
+        self.check_synced_votes()?;
         self.check_one_primary()
+    }
+
+    /// A member synced in the group's state is a voter in it: a synced
+    /// node that did not vote could not keep its component Primary when a
+    /// voter dies (see `Driver::hold_sync`).
+    fn check_synced_votes(&self) -> Result<(), String> {
+        for (i, m) in self.members.iter().enumerate().filter(|(i, _)| !self.crashed[*i]) {
+            if let Some(s) = m.state().members().iter().find(|s| s.state == crate::group::MemberState::Synced && !s.voter) {
+                return Err(format!("node{} sees {} ({}) synced and not a voter", i + 1, s.info.id, s.info.name));
+            }
+        }
+        Ok(())
     }
 
     fn acting(&self, i: usize) -> bool {
