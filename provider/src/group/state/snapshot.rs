@@ -44,7 +44,11 @@ fn state_of(b: u8) -> Result<MemberState, WireError> {
 impl GroupState {
     pub fn encode(&self) -> Vec<u8> {
         assert!(self.may_snapshot(), "a snapshot with writesets half assembled");
-        let mut out = vec![VERSION];
+        // Version 4 while no member is an arbitrator: members of the
+        // previous build restore it, so a rolling upgrade of a cluster
+        // without garbd never meets a snapshot it cannot read.
+        let arbitrators = self.members.iter().any(|m| m.info.arbitrator);
+        let mut out = vec![if arbitrators { VERSION } else { VERSION - 1 }];
         out.extend_from_slice(&self.history.0);
         out.extend_from_slice(&self.seqno.to_le_bytes());
         out.extend_from_slice(&self.conf_id.to_le_bytes());
@@ -53,6 +57,7 @@ impl GroupState {
             encode_member(&m.info, &mut out);
             out.push(state_byte(m.state));
             out.extend_from_slice(&m.desync_count.to_le_bytes());
+            // Version 4 read any non-zero byte as a voter.
             out.push(if m.voter { VOTER } else { 0 } | if m.info.arbitrator { ARBITRATOR } else { 0 });
             out.extend_from_slice(&m.weight.to_le_bytes());
         }
