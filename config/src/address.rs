@@ -27,6 +27,13 @@ pub struct ClusterAddress {
     pub options: Vec<(String, String)>,
 }
 
+impl Peer {
+    /// `host:port`, as the group transport dials it.
+    pub fn addr(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+}
+
 impl ClusterAddress {
     /// `gcomm://` with no peer starts a new cluster.
     pub fn is_bootstrap(&self) -> bool {

@@ -18,8 +18,6 @@ use crate::gtid::{Seqno, Uuid};
 use crate::log;
 use crate::node::Settings;
 
-/// The group's clock, as a data node's.
-const TICK: Duration = Duration::from_millis(50);
 /// A transition asked for and not seen ordered is asked again this often
 /// (a request lost with a leader change). Asking twice is harmless: the
 /// group ignores a Join of a joined member and a Sync of a synced one.
@@ -74,7 +72,7 @@ impl Arbitrator {
         let mut options = lockstep_config::Config::init(&node, &cfg.options).map_err(|e| e.to_string())?;
         options.apply_address_options(&address).map_err(|e| e.to_string())?;
         let settings = Settings::from_config(&options);
-        let peers: Vec<String> = address.peers.iter().map(|p| format!("{}:{}", p.host, p.port)).collect();
+        let peers: Vec<String> = address.peers.iter().map(lockstep_config::Peer::addr).collect();
         let tls = settings.tls.as_ref().map(crate::transport::tls::Tls::load).transpose()?.map(Arc::new);
         let me = MemberInfo {
             id: Uuid::time_ordered(),
@@ -91,7 +89,7 @@ impl Arbitrator {
             cluster_name: cfg.group.clone(),
             allow: Arc::new(|_: &str| true),
             isolation: None,
-            tick: TICK,
+            tick: crate::group::TICK,
             timeouts: settings.timeouts,
             previous: None,
             tls,

@@ -77,6 +77,11 @@ impl std::fmt::Display for GroupError {
     }
 }
 
+/// Raft's clock tick on a real member (a data node or the arbitrator).
+/// Heartbeats go every 2 ticks, elections start after 10-20 ticks without
+/// a leader.
+pub const TICK: Duration = Duration::from_millis(50);
+
 /// How this member enters the group.
 pub enum Mode {
     /// Start a new primary component continuing `history` after

@@ -16,10 +16,6 @@ use crate::group::{Group, GroupConfig, Mode};
 use crate::gtid::{Seqno, Uuid, SEQNO_UNDEFINED};
 use crate::log;
 
-/// Raft's clock tick. Heartbeats go every 2 ticks, elections start after
-/// 10-20 ticks without a leader.
-const TICK: Duration = Duration::from_millis(50);
-
 /// How long `disconnect` waits for an applier to deliver the final view.
 const CLOSE_WAIT: Duration = Duration::from_secs(120);
 
@@ -40,7 +36,7 @@ impl Shared {
             let (history, position) = self.bootstrap_position();
             Mode::Bootstrap { history, position }
         } else {
-            Mode::Join { peers: address.peers.iter().map(|p| format!("{}:{}", p.host, p.port)).collect() }
+            Mode::Join { peers: address.peers.iter().map(lockstep_config::Peer::addr).collect() }
         };
         self.start_group(cluster_name, mode, bootstrap, donor)
     }
@@ -114,7 +110,7 @@ impl Shared {
             cluster_name: cluster_name.to_string(),
             allow: self.allow.clone(),
             isolation: self.isolation,
-            tick: TICK,
+            tick: crate::group::TICK,
             timeouts: settings.timeouts,
             previous,
         };
