@@ -86,6 +86,7 @@ impl Arbitrator {
             me: me.clone(),
             mode: Mode::Join { peers: peers.clone() },
             listen: settings.group_listen.clone(),
+            segment: settings.segment,
             cluster_name: cfg.group.clone(),
             allow: Arc::new(|_: &str| true),
             isolation: None,

@@ -73,8 +73,8 @@ fn seeds() -> Vec<Vec<u8>> {
     out.push(writeset().encode());
     out.push(certification().encode());
     out.extend(crate::group::frame::every_frame().iter().map(|f| f.encode().expect("encodes").1.to_vec()));
-    out.push(Hello { cluster: "c".into(), uuid: ME, id: 5, listen: "127.0.0.1:4567".into(), nonce: 1 }.encode());
-    out.push(Welcome { uuid: ME, id: 5, listen: "127.0.0.1:4567".into() }.encode());
+    out.push(Hello { cluster: "c".into(), uuid: ME, id: 5, listen: "127.0.0.1:4567".into(), nonce: 1, segment: Some(1) }.encode());
+    out.push(Welcome { uuid: ME, id: 5, listen: "127.0.0.1:4567".into(), segment: Some(1) }.encode());
     let header = ist::Header { history: Uuid([6; 16]), joiner: ME, first: 1, last: 2 };
     out.push(ist::encode(&ist::Chunk::Header(header)).1.to_vec());
     let item = Cached::Writeset { payload: Bytes::from(writeset().encode()), certified: true };

@@ -50,7 +50,7 @@ fn seeded_schedules_keep_every_invariant() {
     });
     results.sort_by_key(|(seed, _)| *seed);
     let mut failed = Vec::new();
-    let (mut seqnos, mut acked, mut conflicts, mut faults) = (0i64, 0usize, 0u64, 0usize);
+    let (mut seqnos, mut acked, mut conflicts, mut faults, mut relayed) = (0i64, 0usize, 0u64, 0usize, 0u64);
     for (seed, r) in results {
         match r {
             Ok(s) => {
@@ -58,12 +58,13 @@ fn seeded_schedules_keep_every_invariant() {
                 acked += s.acked;
                 conflicts += s.conflicts;
                 faults += s.faults.len();
+                relayed += s.relayed;
             }
             Err(e) => failed.push(format!("seed {seed}: {e}")),
         }
     }
     eprintln!(
-        "simulation: {} seeds ({}..{}), {} passed; {} seqnos ordered, {} writesets acknowledged, {} certification conflicts, {} faults injected",
+        "simulation: {} seeds ({}..{}), {} passed; {} seqnos ordered, {} writesets acknowledged, {} certification conflicts, {} faults injected, {} relay frames",
         count,
         first,
         first + count - 1,
@@ -71,7 +72,8 @@ fn seeded_schedules_keep_every_invariant() {
         seqnos,
         acked,
         conflicts,
-        faults
+        faults,
+        relayed
     );
     assert!(
         failed.is_empty(),
@@ -80,4 +82,14 @@ fn seeded_schedules_keep_every_invariant() {
         count,
         failed.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
     );
+}
+
+/// Odd seeds run in two segments: their leaders must actually relay, or
+/// the seeds would not test relays at all.
+#[test]
+fn segmented_seeds_relay_appends() {
+    let relayed: u64 = run_all(vec![1, 3, 5, 7]).into_iter().map(|(seed, r)| r.unwrap_or_else(|e| panic!("seed {seed}: {e}")).relayed).sum();
+    assert!(relayed > 0, "no relay frame in four segmented seeds");
+    let unsegmented: u64 = run_all(vec![2, 4]).into_iter().map(|(seed, r)| r.unwrap_or_else(|e| panic!("seed {seed}: {e}")).relayed).sum();
+    assert_eq!(unsegmented, 0);
 }

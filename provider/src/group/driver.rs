@@ -5,6 +5,7 @@
 //! Nothing of the Raft log survives a restart (DESIGN: every process start
 //! is a new member that catches up by IST/SST), so the log lives in memory.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use protobuf::Message as _;
 use raft::prelude::{ConfChange, ConfChangeType, Entry as RaftEntry, EntryType, Message, Snapshot};
-use raft::{RawNode, StateRole};
+use raft::{ProgressState, RawNode, StateRole};
 
 use super::entry::{Entry, MemberInfo, Membership, Transition};
 use super::flow_control::{FlowControl, Signal};
@@ -22,6 +23,7 @@ use super::liveness::{Liveness, Timeouts};
 use super::proposals::{Failed, Proposals};
 use super::quorum::{Change, Policy, Quorum};
 use super::recovery::{Previous, Recovery};
+use super::relay::Out;
 use super::io::{Clock, Links};
 use super::FlowGate;
 use super::incarnation::{Incarnation, MAX_DROPPED};
@@ -81,6 +83,10 @@ pub(crate) enum Command {
 /// How long a departed member stays reachable, so that the notice of its
 /// removal gets through before its link is dropped.
 const FORGET_AFTER: Duration = Duration::from_secs(2);
+/// A relay of another segment must have been heard this recently: five
+/// heartbeat rounds, so that one late answer does not move the relay,
+/// while a relay that froze starves its segment for half a second only.
+const RELAY_HEARD_WITHIN: Duration = Duration::from_millis(500);
 
 /// How many removed members are remembered, to tell one that comes back
 /// (a resumed SIGSTOP) that it is out.
@@ -580,6 +586,19 @@ impl Driver {
                 };
                 let _ = self.incarnation.raw.step(m);
             }
+            Frame::Relay(msgs) => match super::relay::unpack(msgs, from, self.me.id.raft_id()) {
+                Ok((own, forwards)) => {
+                    if self.peers.contains(&from) {
+                        for m in forwards {
+                            self.send_frame([m.to], &Frame::Raft(m));
+                        }
+                    }
+                    if let Some(own) = own {
+                        self.on_frame(from, Frame::Raft(own));
+                    }
+                }
+                Err(why) => log::warning!("ignoring a relay frame from {:x}: {}", from, why),
+            },
             Frame::Join { member, previous } => self.on_join_request(member, previous),
             Frame::Probe => self.tell_if_removed(from),
             Frame::Commit(notice) => self.on_commit_notice(from, notice),
@@ -701,9 +720,56 @@ impl Driver {
         super::ready::hand_off(self);
     }
 
+    /// Raft's messages out: appends to another segment through one relay
+    /// there (see `relay`).
     fn send(&mut self, msgs: Vec<Message>) {
-        for m in msgs {
-            self.send_frame([m.to], &Frame::Raft(m));
+        let relays = self.relays();
+        let net = self.net.clone();
+        let relay_of = |to| net.segment(to).and_then(|s| relays.get(&s).copied());
+        for out in super::relay::route(msgs, relay_of) {
+            match out {
+                Out::Direct(m) => self.send_frame([m.to], &Frame::Raft(m)),
+                Out::Relay { via, msgs } => self.send_relayed(via, msgs),
+            }
+        }
+    }
+
+    /// The relay of each other segment, while this member leads: its
+    /// lowest member that keeps up and answers (one that stops answering
+    /// would starve its segment; a change of relay costs a resend).
+    fn relays(&self) -> BTreeMap<u8, u64> {
+        let raft = &self.incarnation.raw.raft;
+        let (mine, now) = (self.net.own_segment(), self.clock.now());
+        let mut relays = BTreeMap::new();
+        if raft.state != StateRole::Leader {
+            return relays;
+        }
+        for (&id, pr) in raft.prs().iter() {
+            let Some(segment) = self.net.segment(id).filter(|s| *s != mine) else { continue };
+            if id != self.me.id.raft_id() && pr.state == ProgressState::Replicate && self.liveness.heard_within(id, now, RELAY_HEARD_WITHIN) {
+                relays.entry(segment).and_modify(|r: &mut u64| *r = (*r).min(id)).or_insert(id);
+            }
+        }
+        relays
+    }
+
+    fn send_relayed(&mut self, via: u64, msgs: Vec<Message>) {
+        let frame = Frame::Relay(msgs);
+        let sent = match frame.encode() {
+            Ok((kind, payload)) => self.net.send(via, kind, payload),
+            Err(e) => {
+                log::error!("cannot encode a relay frame: {}", e);
+                false
+            }
+        };
+        let Frame::Relay(msgs) = frame else { unreachable!() };
+        if !sent {
+            // The relay's link went down: the others straight (Raft
+            // resends what the relay missed once it is back).
+            let (_, forwards) = super::relay::unpack(msgs, self.me.id.raft_id(), via).expect("routed as relayed");
+            for m in forwards {
+                self.send_frame([m.to], &Frame::Raft(m));
+            }
         }
     }
 

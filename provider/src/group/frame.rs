@@ -30,6 +30,9 @@ const KIND_LAG: u8 = 8;
 /// A join request from an arbitrator: the payload of `KIND_JOIN`, whose
 /// form older members parse to its end, so the flag gets its own kind.
 const KIND_JOIN_ARBITRATOR: u8 = 9;
+/// Appends for several members of one segment, sent to one of them (see
+/// `relay`): a count u8, then each message's length u32 and protobuf.
+const KIND_RELAY: u8 = 10;
 
 #[derive(Debug, PartialEq)]
 pub(crate) enum Frame {
@@ -51,6 +54,9 @@ pub(crate) enum Frame {
     Commit(CommitNotice),
     /// This member's apply lag in ms (see `cluster_lag`).
     Lag(u32),
+    /// Appends for the receiver (the first) and for members of its
+    /// segment, which it forwards (see `relay`).
+    Relay(Vec<Message>),
 }
 
 #[derive(Debug, PartialEq)]
@@ -104,6 +110,10 @@ impl Frame {
                 out.extend_from_slice(&ms.to_le_bytes());
                 KIND_LAG
             }
+            Frame::Relay(msgs) => {
+                encode_relay(msgs, &mut out)?;
+                KIND_RELAY
+            }
             Frame::Commit(n) => {
                 out.extend_from_slice(&n.term.to_le_bytes());
                 out.extend_from_slice(&n.index.to_le_bytes());
@@ -133,11 +143,18 @@ impl Frame {
             KIND_PROBE => Frame::Probe,
             KIND_COMMIT => decode_commit(&mut r).map_err(|e| FrameError::Malformed("commit notice", e))?,
             KIND_LAG => Frame::Lag(r.u32().map_err(|e| FrameError::Malformed("lag report", e))?),
+            KIND_RELAY => decode_relay(&mut r)?,
             k => return Err(FrameError::Kind(k)),
         };
         r.end().map_err(|e| FrameError::Malformed("group frame", e))?;
         Ok(frame)
     }
+}
+
+/// Whether a frame of `kind` is a `Frame::Relay` (the simulator counts
+/// them).
+pub(crate) fn is_relay(kind: u8) -> bool {
+    kind == KIND_RELAY
 }
 
 fn decode_join(r: &mut Reader<'_>, arbitrator: bool) -> Result<Frame, WireError> {
@@ -154,6 +171,33 @@ fn decode_join(r: &mut Reader<'_>, arbitrator: bool) -> Result<Frame, WireError>
         }
     };
     Ok(Frame::Join { member, previous })
+}
+
+fn encode_relay(msgs: &[Message], out: &mut Vec<u8>) -> Result<(), String> {
+    assert!(!msgs.is_empty() && msgs.len() <= super::relay::MAX_FORWARDS, "{} appends to relay", msgs.len());
+    out.push(msgs.len() as u8);
+    for m in msgs {
+        let b = m.write_to_bytes().map_err(|e| e.to_string())?;
+        let len = u32::try_from(b.len()).map_err(|_| format!("a relayed append of {} bytes", b.len()))?;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&b);
+    }
+    Ok(())
+}
+
+fn decode_relay(r: &mut Reader<'_>) -> Result<Frame, FrameError> {
+    let bad = |e| FrameError::Malformed("relay frame", e);
+    let n = r.u8().map_err(bad)? as usize;
+    if n == 0 || n > super::relay::MAX_FORWARDS {
+        return Err(bad(WireError::Tag(n as u8)));
+    }
+    let mut msgs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = r.u32().map_err(bad)? as usize;
+        let b = r.take(len).map_err(bad)?;
+        msgs.push(Message::parse_from_bytes(b).map_err(|e| FrameError::Raft(e.to_string()))?);
+    }
+    Ok(Frame::Relay(msgs))
 }
 
 fn decode_left(r: &mut Reader<'_>) -> Result<Frame, WireError> {
@@ -185,7 +229,7 @@ pub(crate) fn every_frame() -> Vec<Frame> {
     m.to = 2;
     m.term = 7;
     vec![
-        Frame::Raft(m),
+        Frame::Raft(m.clone()),
         Frame::Join { member: member.clone(), previous: None },
         Frame::Join { member: member.clone(), previous: Some((Uuid([2; 16]), None)) },
         Frame::Join { member: member.clone(), previous: Some((Uuid([2; 16]), Some((Uuid([3; 16]), 41)))) },
@@ -197,6 +241,7 @@ pub(crate) fn every_frame() -> Vec<Frame> {
         Frame::Commit(CommitNotice { term: 3, index: 99, primary: true, component: None }),
         Frame::Commit(CommitNotice { term: 3, index: 99, primary: false, component: Some(Component { former: Uuid([5; 16]), from: 943 }) }),
         Frame::Lag(1234),
+        Frame::Relay(vec![m.clone(), Message { to: 3, term: 7, ..Default::default() }]),
     ]
 }
 
@@ -229,6 +274,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Frame::decode(10, &[]), Err(FrameError::Kind(10)));
+        assert_eq!(Frame::decode(11, &[]), Err(FrameError::Kind(11)));
     }
 }

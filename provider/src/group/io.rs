@@ -26,6 +26,15 @@ pub trait Links: Send + Sync {
     fn set_eager(&self, _eager: bool) {}
     /// `gmcast.isolate`: cut every link.
     fn set_isolated(&self, on: bool);
+    /// This member's `gmcast.segment`.
+    fn own_segment(&self) -> u8 {
+        0
+    }
+    /// The segment a linked member announced; None: no live link, or a
+    /// build that does not relay (see `relay`).
+    fn segment(&self, _id: PeerId) -> Option<u8> {
+        None
+    }
     fn stop(&self);
 }
 
@@ -47,6 +56,12 @@ impl Links for Transport {
     }
     fn set_isolated(&self, on: bool) {
         Transport::set_isolated(self, on)
+    }
+    fn own_segment(&self) -> u8 {
+        Transport::own_segment(self)
+    }
+    fn segment(&self, id: PeerId) -> Option<u8> {
+        Transport::segment(self, id)
     }
     fn stop(&self) {
         Transport::stop(self)

@@ -29,6 +29,7 @@ mod weighted;
 pub mod ready;
 pub mod recovery;
 mod raft_log;
+pub mod relay;
 mod runner;
 pub mod snapshot_watch;
 pub mod state;
@@ -98,6 +99,8 @@ pub struct GroupConfig {
     pub mode: Mode,
     /// Where the group transport listens (`gmcast.listen_addr`).
     pub listen: String,
+    /// `gmcast.segment` (see `relay`).
+    pub segment: u8,
     /// `wsrep_cluster_name`: peers of other clusters are refused.
     pub cluster_name: String,
     /// The server's allowlist.
@@ -454,7 +457,7 @@ impl Drop for Group {
 }
 
 fn start_transport(cfg: &GroupConfig, inbox: runner::NetInbox) -> Result<Arc<Transport>, GroupError> {
-    let identity = Identity { id: cfg.me.id.raft_id(), uuid: cfg.me.id, listen: cfg.me.address.clone() };
+    let identity = Identity { id: cfg.me.id.raft_id(), uuid: cfg.me.id, listen: cfg.me.address.clone(), segment: cfg.segment };
     let mut tc = TransportConfig::new(&cfg.listen, &cfg.cluster_name, identity);
     tc.allow = cfg.allow.clone();
     tc.isolation = cfg.isolation;

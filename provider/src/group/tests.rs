@@ -29,6 +29,7 @@ fn config(name: &str, mode: Mode) -> GroupConfig {
         me: MemberInfo { id: Uuid::random(), name: name.into(), incoming: "127.0.0.1:3306".into(), address: String::new(), arbitrator: false },
         mode,
         listen: "127.0.0.1:0".into(),
+        segment: 0,
         cluster_name: "test".into(),
         allow: std::sync::Arc::new(|_: &str| true),
         isolation: None,
@@ -718,4 +719,59 @@ fn restarted_data_members_recover_the_component_with_a_surviving_arbitrator_whic
     assert!(a2.rx.try_iter().all(|e| !matches!(e, GroupEvent::Bootstrapping)), "only one member bootstraps");
     a2.group.stop();
     b2.group.stop();
+}
+
+/// Four voters, a and b in segment 0 (a leads), c and d in segment 1.
+fn two_segments() -> [Member; 4] {
+    let in_segment = |name: &str, segment: u8, mode: Mode| start_with(GroupConfig { segment, ..config(name, mode) });
+    let a = in_segment("node1", 0, Mode::Bootstrap { history: Uuid::random(), position: 0 });
+    a.until("bootstrap view", view_with(1));
+    let mut members = vec![a];
+    for (name, segment) in [("node2", 0), ("node3", 1), ("node4", 1)] {
+        let m = in_segment(name, segment, Mode::Join { peers: vec![members[0].addr()] });
+        let idx = members.len() as i32;
+        m.until("joined", |e| matches!(e, GroupEvent::View(v) if v.my_idx == idx) || matches!(e, GroupEvent::Restored { .. }));
+        m.group.member_state(Transition::Join, 0).unwrap();
+        let id = m.group.me().id;
+        members[0].until("synced", |e| matches!(e, GroupEvent::MemberState { member, state: MemberState::Joined, .. } if *member == id));
+        members.push(m);
+    }
+    // Let the leader promote the last joiner.
+    std::thread::sleep(Duration::from_millis(500));
+    members.try_into().unwrap_or_else(|_| unreachable!())
+}
+
+#[test]
+fn an_entry_crosses_to_another_segment_once_and_a_lost_relay_costs_nothing_but_a_resend() {
+    let [a, b, c, d] = two_segments();
+    const N: u64 = 200;
+    const SIZE: usize = 10_000;
+    let propose = |from: u64| {
+        for token in from..from + N {
+            a.group.propose(token, |buf| buf.resize(SIZE, token as u8), SIZE).unwrap();
+        }
+    };
+    let crossed = || a.group.transport_stats().bytes_to_other_segments;
+    let before = crossed();
+    propose(1);
+    let (oc, od) = (ordered_of(&c, N as usize), ordered_of(&d, N as usize));
+    assert_eq!((oc.len(), od.len()), (N as usize, N as usize));
+    assert_eq!(oc, od);
+    let per_writeset = (crossed() - before) as f64 / N as f64;
+    eprintln!("{:.0} bytes crossed to the other segment per {}-byte writeset", per_writeset, SIZE);
+    // Straight appends to both would be 2 x SIZE and more.
+    assert!(per_writeset < 1.3 * SIZE as f64, "{} bytes crossed per {}-byte writeset", per_writeset, SIZE);
+    assert_eq!(ordered_of(&b, N as usize).len(), N as usize);
+
+    // The relay (the lower raft id of segment 1) dies: the other member
+    // of its segment still gets every entry, straight from the leader.
+    let (relay, other) = if c.group.me().id.raft_id() < d.group.me().id.raft_id() { (c, d) } else { (d, c) };
+    relay.group.stop();
+    propose(N + 1);
+    let got = ordered_of(&other, N as usize);
+    assert_eq!(got.len(), N as usize, "the relay's segment peer got what the leader ordered");
+    assert_eq!(got.last().map(|o| o.2), Some(2 * N));
+    for m in [&a, &b, &other] {
+        m.group.stop();
+    }
 }

@@ -107,6 +107,7 @@ impl Shared {
             me,
             mode,
             listen: settings.group_listen.clone(),
+            segment: settings.segment,
             cluster_name: cluster_name.to_string(),
             allow: self.allow.clone(),
             isolation: self.isolation,

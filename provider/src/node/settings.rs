@@ -52,6 +52,9 @@ pub struct Settings {
     /// Where the group transport listens (`gmcast.listen_addr`, without
     /// its scheme).
     pub group_listen: String,
+    /// `gmcast.segment`: entries cross to another segment once (see
+    /// `group::relay`).
+    pub segment: u8,
     /// TLS between nodes: on with `socket.ssl=yes`, or, as Galera does,
     /// once a key and a certificate are given.
     pub tls: Option<crate::transport::tls::TlsSettings>,
@@ -89,6 +92,7 @@ impl Default for Settings {
             gcache_name: "galera.cache".into(),
             gcache_recover: true,
             group_listen: "127.0.0.1:0".into(),
+            segment: 0,
             tls: None,
             group_address: String::new(),
             ist_recv_addr: None,
@@ -129,6 +133,7 @@ impl Settings {
             gcache_name: cfg.str(keys::GCACHE_NAME).unwrap_or_default().to_string(),
             gcache_recover: cfg.get(keys::GCACHE_RECOVER),
             group_listen: cfg.str(keys::GMCAST_LISTEN_ADDR).map(strip_scheme).unwrap_or_default(),
+            segment: cfg.get(keys::GMCAST_SEGMENT).clamp(0, 255) as u8,
             tls: tls(cfg),
             group_address: advertised(cfg),
             ist_recv_addr: cfg.ist_recv_addr(),

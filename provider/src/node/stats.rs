@@ -118,7 +118,7 @@ impl Shared {
             (V::EvsReplLatency, Str(self.repl_latency.show(std::time::Instant::now(), self.setting(|s| s.stats_report_period)))),
             (V::EvsState, Str(if view.is_some() { "OPERATIONAL" } else { "CLOSED" }.into())),
             (V::GcommUuid, Str(self.my_id().to_string())),
-            (V::GmcastSegment, Str("0".into())),
+            (V::GmcastSegment, Str(self.setting(|s| s.segment).to_string())),
             (V::ApplyCapacity, Double(capacity.capacity)),
             (V::ApplyCapacityUsed, Double(capacity.used)),
             (V::ApplyLagMs, Int(lag_ms)),

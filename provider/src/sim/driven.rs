@@ -36,6 +36,10 @@ const FC_LOWER: usize = 8;
 #[derive(Default)]
 struct SimLinks {
     out: Mutex<Vec<(u64, Msg)>>,
+    /// Members in two segments by the parity of their index (see
+    /// `Sim::segmented`); false: no segments, as a build without them.
+    segmented: bool,
+    index: usize,
 }
 
 impl SimLinks {
@@ -60,6 +64,12 @@ impl Links for SimLinks {
     }
     fn set_isolated(&self, _: bool) {}
     fn stop(&self) {}
+    fn own_segment(&self) -> u8 {
+        (self.index % 2) as u8
+    }
+    fn segment(&self, id: PeerId) -> Option<u8> {
+        self.segmented.then(|| (index_of(id) % 2) as u8)
+    }
 }
 
 /// The simulation's time, set before every step.
@@ -302,7 +312,7 @@ impl Driven {
     /// killed node was, its last primary view and its position, as the
     /// node layer reads them from `gvwstate.dat` and its data when it
     /// restarts (its state is then that position's).
-    pub fn new(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, weight: u32, previous: Option<Previous>, now: Instant) -> Driven {
+    pub fn new(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, weight: u32, previous: Option<Previous>, now: Instant, segmented: bool) -> Driven {
         let id = uuid(index);
         let info = MemberInfo { id, name: format!("node{}", index + 1), incoming: String::new(), address: format!("sim:{}", index), arbitrator: false };
         let mut raft = group::raft_config(id.raft_id());
@@ -347,7 +357,7 @@ impl Driven {
             votes: SimVotes { me: id, ..SimVotes::default() },
         }));
         let (commands, inbox) = crate::group::commands::queue();
-        let links = Arc::new(SimLinks::default());
+        let links = Arc::new(SimLinks { out: Mutex::default(), segmented, index });
         let clock = Arc::new(SimClock(Mutex::new(now)));
         let flow = Arc::new(FlowGate::default());
         let counters = Arc::new(Counters::default());

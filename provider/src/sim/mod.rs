@@ -53,6 +53,15 @@ fn uuid(index: usize) -> Uuid {
     Uuid(b)
 }
 
+/// Odd seeds put members in two segments (`gmcast.segment`) by the
+/// parity of their index, so that appends go through relays (see
+/// `group::relay`), which crash, freeze and fall on either side of a
+/// partition like any member. Drawn from the seed, not the seed's random
+/// numbers, so that each seed's schedule stays what it was.
+fn segmented(seed: u64) -> bool {
+    seed % 2 == 1
+}
+
 fn raft_id(index: usize) -> u64 {
     uuid(index).raft_id()
 }
@@ -89,6 +98,8 @@ pub struct Summary {
     pub conflicts: u64,
     pub faults: Vec<String>,
     pub messages: u64,
+    /// Appends that went through a relay of another segment.
+    pub relayed: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,6 +145,7 @@ struct Sim {
     killed: Vec<(usize, Option<crate::group::recovery::Previous>)>,
     faults: Vec<String>,
     trace: bool,
+    segmented: bool,
 }
 
 /// Runs the simulation of `seed`; `trace` prints the schedule and the
@@ -153,6 +165,7 @@ pub fn run(seed: u64, trace: bool) -> Result<Summary, String> {
         conflicts: sim.check.conflicts,
         faults: sim.faults,
         messages: sim.net.sent(),
+        relayed: sim.net.relayed,
     })
 }
 
@@ -217,7 +230,7 @@ impl Sim {
             let election = distinct_election(&mut rng, &taken);
             let rate = if rng.chance(20) { 1 } else { rng.between(2, 8) as usize };
             let weight = if weighted { rng.between(1, 3) as u32 } else { 1 };
-            members.push(Driven::new(i, election, rate, i == 0, weight, None, base));
+            members.push(Driven::new(i, election, rate, i == 0, weight, None, base, segmented(seed)));
         }
         let mut sim = Sim {
             rng,
@@ -236,6 +249,7 @@ impl Sim {
             killed: Vec::new(),
             faults: Vec::new(),
             trace,
+            segmented: segmented(seed),
         };
         sim.net.side = vec![0; n];
         if trace {
@@ -526,7 +540,7 @@ impl Sim {
         let taken: Vec<usize> = (0..i).filter(|j| !self.crashed[*j]).map(|j| self.members[j].election_tick()).collect();
         let election = distinct_election(&mut self.rng, &taken);
         let now = at(self.base, self.now);
-        self.members.push(Driven::new(i, election, self.rng.between(2, 8) as usize, false, weight, previous, now));
+        self.members.push(Driven::new(i, election, self.rng.between(2, 8) as usize, false, weight, previous, now, self.segmented));
         self.frozen_until.push(0);
         self.crashed.push(false);
         self.waiting.push(HashMap::new());

@@ -46,6 +46,8 @@ pub struct Network {
     queue: BinaryHeap<Reverse<(u64, u64)>>,
     in_flight: HashMap<u64, Envelope>,
     sent: u64,
+    /// Relay frames sent (see `group::relay`).
+    pub relayed: u64,
     /// Last delivery time per link, to keep each link in order.
     link_clock: HashMap<(usize, usize), u64>,
     /// Side of the current partition per member (all 0: none).
@@ -67,6 +69,7 @@ impl Network {
             queue: BinaryHeap::new(),
             in_flight: HashMap::new(),
             sent: 0,
+            relayed: 0,
             link_clock: HashMap::new(),
             side: Vec::new(),
             drop_percent,
@@ -83,6 +86,9 @@ impl Network {
     /// Queues `env` sent at `now`; `held_until` is when its recipient
     /// thaws (0: it is not frozen).
     pub fn send(&mut self, rng: &mut Rng, now: u64, env: Envelope, held_until: u64) -> Result<(), String> {
+        if matches!(&env.msg, Msg::Frame { kind, .. } if crate::group::frame::is_relay(*kind)) {
+            self.relayed += 1;
+        }
         if !self.connected(env.from, env.to) || rng.chance(self.drop_percent) {
             return Ok(());
         }

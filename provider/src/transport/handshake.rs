@@ -2,14 +2,17 @@
 //! kinds. The connecting side speaks first:
 //!
 //! * Hello   (HELLO):   cluster name str | member uuid 16 | raft id u64 |
-//!   listen address str | nonce u64
-//! * Welcome (WELCOME): member uuid 16 | raft id u64 | listen address str
+//!   listen address str | nonce u64 | segment u8
+//! * Welcome (WELCOME): member uuid 16 | raft id u64 | listen address str |
+//!   segment u8
 //! * Refuse  (REFUSE):  reason str
 //!
 //! `str` is a u16 LE length and UTF-8 bytes. Bytes after the known fields
 //! are ignored, so a later release may append fields without a version
 //! bump. The nonce, random per connection, ranks two connections between
-//! the same pair of members identically on both ends (see `peers`).
+//! the same pair of members identically on both ends (see `peers`). The
+//! segment (`gmcast.segment`) came later: a peer without it is of a build
+//! that cannot relay (see `group::relay`), so it is `None`, not segment 0.
 
 use std::io::{self, Read, Write};
 
@@ -34,6 +37,7 @@ pub struct Hello {
     pub id: PeerId,
     pub listen: String,
     pub nonce: u64,
+    pub segment: Option<u8>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +45,7 @@ pub struct Welcome {
     pub uuid: Uuid,
     pub id: PeerId,
     pub listen: String,
+    pub segment: Option<u8>,
 }
 
 /// Why a handshake did not produce a link.
@@ -73,12 +78,14 @@ impl Hello {
         b.extend_from_slice(&self.id.to_le_bytes());
         put_str(&mut b, &self.listen);
         b.extend_from_slice(&self.nonce.to_le_bytes());
+        b.extend(self.segment);
         b
     }
 
     pub fn decode(b: &[u8]) -> Option<Hello> {
         let mut c = Reader::new(b);
-        Some(Hello { cluster: c.string().ok()?, uuid: c.uuid().ok()?, id: c.u64().ok()?, listen: c.string().ok()?, nonce: c.u64().ok()? })
+        let (cluster, uuid, id, listen, nonce) = (c.string().ok()?, c.uuid().ok()?, c.u64().ok()?, c.string().ok()?, c.u64().ok()?);
+        Some(Hello { cluster, uuid, id, listen, nonce, segment: c.u8().ok() })
     }
 }
 
@@ -88,12 +95,14 @@ impl Welcome {
         b.extend_from_slice(&self.uuid.0);
         b.extend_from_slice(&self.id.to_le_bytes());
         put_str(&mut b, &self.listen);
+        b.extend(self.segment);
         b
     }
 
     pub fn decode(b: &[u8]) -> Option<Welcome> {
         let mut c = Reader::new(b);
-        Some(Welcome { uuid: c.uuid().ok()?, id: c.u64().ok()?, listen: c.string().ok()? })
+        let (uuid, id, listen) = (c.uuid().ok()?, c.u64().ok()?, c.string().ok()?);
+        Some(Welcome { uuid, id, listen, segment: c.u8().ok() })
     }
 }
 
@@ -145,23 +154,28 @@ mod tests {
 
     #[test]
     fn messages_round_trip_and_reject_short_input() {
-        let h = Hello { cluster: "c".into(), uuid: Uuid::random(), id: 7, listen: "127.0.0.1:1".into(), nonce: 9 };
+        let h = Hello { cluster: "c".into(), uuid: Uuid::random(), id: 7, listen: "127.0.0.1:1".into(), nonce: 9, segment: Some(2) };
         let mut b = h.encode();
         assert_eq!(Hello::decode(&b), Some(h.clone()));
         b.extend_from_slice(b"future fields");
-        assert_eq!(Hello::decode(&b), Some(h));
-        for n in 0..b.len() - 13 {
+        assert_eq!(Hello::decode(&b), Some(h.clone()));
+        // A build before segments: everything but the last byte.
+        let old = h.encode();
+        assert_eq!(Hello::decode(&old[..old.len() - 1]), Some(Hello { segment: None, ..h }));
+        for n in 0..old.len() - 1 {
             assert_eq!(Hello::decode(&b[..n]), None, "prefix {}", n);
         }
-        let w = Welcome { uuid: Uuid::random(), id: 3, listen: String::new() };
-        assert_eq!(Welcome::decode(&w.encode()), Some(w));
+        let w = Welcome { uuid: Uuid::random(), id: 3, listen: String::new(), segment: Some(0) };
+        assert_eq!(Welcome::decode(&w.encode()), Some(w.clone()));
+        let old = w.encode();
+        assert_eq!(Welcome::decode(&old[..old.len() - 1]), Some(Welcome { segment: None, ..w }));
         assert_eq!(Reader::new(&encode_refuse("no")).string().as_deref(), Ok("no"));
     }
 
     #[test]
     fn a_peer_that_hangs_up_before_its_hello_is_gone_and_one_that_stops_halfway_broken() {
         assert!(matches!(read_hello(&mut &[][..]), Err(Failure::Gone)));
-        let hello = Hello { cluster: "c".into(), uuid: Uuid::random(), id: 7, listen: String::new(), nonce: 1 };
+        let hello = Hello { cluster: "c".into(), uuid: Uuid::random(), id: 7, listen: String::new(), nonce: 1, segment: Some(0) };
         let mut wire = Vec::new();
         frame::write_frame(&mut wire, HELLO, &hello.encode()).expect("to a Vec");
         assert!(matches!(read_hello(&mut &wire[..4]), Err(Failure::Broken(_))));

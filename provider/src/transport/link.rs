@@ -52,6 +52,8 @@ pub struct PeerInfo {
     pub uuid: Uuid,
     /// Its listen address (what it advertised), else where we reached it.
     pub addr: String,
+    /// Its `gmcast.segment`; None: a build that does not say (nor relay).
+    pub segment: Option<u8>,
 }
 
 /// Orders two connections between the same two members the same way on
@@ -108,6 +110,13 @@ pub struct Link {
 }
 
 impl Link {
+    fn count_sent(&self, shared: &Shared, frames: usize, bytes: usize) {
+        shared.counters.sent(frames, bytes);
+        if self.peer.segment.is_some_and(|s| s != shared.me.segment) {
+            shared.counters.bytes_to_other_segments.fetch_add(bytes as u64, Ordering::Relaxed);
+        }
+    }
+
     pub fn new(peer: PeerInfo, rank: Rank, stream: TcpStream, session: Option<Arc<Session>>, registered: Registered) -> Link {
         Link {
             peer,
@@ -177,9 +186,9 @@ impl Link {
             }
         };
         if n == total {
-            shared.counters.sent(1, total);
+            self.count_sent(shared, 1, total);
         } else if self.state.load(Ordering::Acquire) != CLOSED {
-            shared.counters.sent(0, n); // the frame counts once, when whole
+            self.count_sent(shared, 0, n); // the frame counts once, when whole
             let mut whole = Vec::with_capacity(total);
             whole.extend_from_slice(&header);
             whole.extend_from_slice(&payload);
@@ -316,7 +325,7 @@ fn write_until_closed(shared: &Shared, link: &Link) {
         let written = frame::write_batch(tail, &batch.frames, |s| link.send(s));
         link.batch_done();
         match written {
-            Ok(bytes) => shared.counters.sent(batch.frames.len() + usize::from(batch.tail.is_some()), bytes),
+            Ok(bytes) => link.count_sent(shared, batch.frames.len() + usize::from(batch.tail.is_some()), bytes),
             Err(e) => {
                 let why = match e.kind() {
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {

@@ -220,7 +220,7 @@ impl Shared {
             // dials (galera.mdev-22063 once in CI).
             Err(f @ Failure::Gone) => return info!("dropping connection from {}: {}", from, f),
         };
-        let welcome = Welcome { uuid: self.me.uuid, id: self.me.id, listen: self.me.listen.clone() };
+        let welcome = Welcome { uuid: self.me.uuid, id: self.me.id, listen: self.me.listen.clone(), segment: Some(self.me.segment) };
         if hello.uuid == self.me.uuid {
             // Our own first contact reached us (gcomm:// lists every node,
             // this one too): say who we are, the dialer then lets go.
@@ -239,7 +239,7 @@ impl Shared {
         }
         let addr = if hello.listen.is_empty() { from.to_string() } else { hello.listen.clone() };
         let rank = link::rank(self.me.id, hello.id, hello.id, hello.nonce);
-        let peer = PeerInfo { id: hello.id, uuid: hello.uuid, addr };
+        let peer = PeerInfo { id: hello.id, uuid: hello.uuid, addr, segment: hello.segment };
         if let Err(e) = self.establish(s, session, reg, peer, rank) {
             info!("dropping connection from {}: {}", from, e);
         }

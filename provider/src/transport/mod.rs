@@ -51,6 +51,8 @@ pub struct Identity {
     /// the handshake. Not necessarily the bind address (0.0.0.0); empty:
     /// the bound address, unless that is a wildcard.
     pub listen: String,
+    /// `gmcast.segment`, told to peers in the handshake (see `group::relay`).
+    pub segment: u8,
 }
 
 /// The hook that admits or refuses a peer's IP (the server's allowlist).
@@ -152,6 +154,9 @@ impl Inbox for Sender<Inbound> {
 pub struct TransportStats {
     /// Bytes count frame headers too.
     pub bytes_sent: u64,
+    /// Of `bytes_sent`, those to members of other segments (see
+    /// `group::relay`).
+    pub bytes_to_other_segments: u64,
     pub frames_sent: u64,
     pub bytes_received: u64,
     pub frames_received: u64,
@@ -172,6 +177,7 @@ pub struct TransportStats {
 #[derive(Default)]
 struct Counters {
     bytes_sent: AtomicU64,
+    bytes_to_other_segments: AtomicU64,
     frames_sent: AtomicU64,
     bytes_received: AtomicU64,
     frames_received: AtomicU64,
@@ -389,6 +395,15 @@ impl Transport {
         }
     }
 
+    pub fn own_segment(&self) -> u8 {
+        self.shared.me.segment
+    }
+
+    /// The segment `id` announced, while a link to it is up.
+    pub fn segment(&self, id: PeerId) -> Option<u8> {
+        self.shared.live_link(id).and_then(|l| l.peer.segment)
+    }
+
     /// Whether `send` may write a frame itself when its link is idle
     /// (see `link`), rather than wake the link's writer: its owner says
     /// so while its own thread has time to spare for the system call.
@@ -427,6 +442,7 @@ impl Transport {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         TransportStats {
             bytes_sent: get(&c.bytes_sent),
+            bytes_to_other_segments: get(&c.bytes_to_other_segments),
             frames_sent: get(&c.frames_sent),
             bytes_received: get(&c.bytes_received),
             frames_received: get(&c.frames_received),

@@ -253,6 +253,7 @@ impl Shared {
             id: self.me.id,
             listen: self.me.listen.clone(),
             nonce,
+            segment: Some(self.me.segment),
         };
         let session = match self.tls() {
             None => None,
@@ -290,7 +291,7 @@ impl Shared {
             return Err(Failure::Broken("isolated".into()));
         }
         let listen = if welcome.listen.is_empty() { addr.to_string() } else { welcome.listen };
-        let peer = PeerInfo { id: welcome.id, uuid: welcome.uuid, addr: listen };
+        let peer = PeerInfo { id: welcome.id, uuid: welcome.uuid, addr: listen, segment: welcome.segment };
         let rank = link::rank(self.me.id, peer.id, self.me.id, nonce);
         let installed = self.establish(&stream, session, reg, peer.clone(), rank).map_err(Failure::Broken)?;
         Ok((installed, peer))

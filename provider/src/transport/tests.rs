@@ -90,7 +90,7 @@ impl Node {
 fn start(cluster: &str, tweak: impl FnOnce(&mut TransportConfig)) -> Node {
     let uuid = Uuid::random();
     let id = uuid.raft_id();
-    let mut cfg = TransportConfig::new("tcp://127.0.0.1:0", cluster, Identity { id, uuid, listen: String::new() });
+    let mut cfg = TransportConfig::new("tcp://127.0.0.1:0", cluster, Identity { id, uuid, listen: String::new(), segment: 0 });
     tweak(&mut cfg);
     let (tx, rx) = channel();
     let t = Transport::start(cfg, tx).expect("start");
@@ -152,7 +152,7 @@ fn fake_peer(to: SocketAddr) -> (TcpStream, PeerId) {
     let mut s = TcpStream::connect(to).expect("connect");
     s.set_read_timeout(Some(SOON)).expect("timeout");
     let uuid = Uuid::random();
-    let hello = Hello { cluster: "test".into(), uuid, id: uuid.raft_id(), listen: String::new(), nonce: 1 };
+    let hello = Hello { cluster: "test".into(), uuid, id: uuid.raft_id(), listen: String::new(), nonce: 1, segment: Some(0) };
     handshake::dial(&mut s, &hello).expect("welcome");
     (s, uuid.raft_id())
 }
@@ -247,7 +247,7 @@ fn fake_listener(id: PeerId, uuid: Uuid) -> (SocketAddr, std::thread::JoinHandle
         let (mut s, _) = l.accept().expect("accept");
         s.set_read_timeout(Some(SOON)).expect("timeout");
         handshake::read_hello(&mut s).expect("hello");
-        let welcome = Welcome { uuid, id, listen: addr.to_string() };
+        let welcome = Welcome { uuid, id, listen: addr.to_string(), segment: Some(0) };
         frame::write_frame(&mut s, WELCOME, &welcome.encode()).expect("welcome");
         s
     });
@@ -264,7 +264,7 @@ fn of_two_connections_the_one_the_lower_id_opened_wins() {
         let dial_in = || {
             let mut s = TcpStream::connect(a.t.local_addr()).expect("connect");
             s.set_read_timeout(Some(SOON)).expect("timeout");
-            let hello = Hello { cluster: "test".into(), uuid: fake_uuid, id: fake, listen: fake_addr.to_string(), nonce: 7 };
+            let hello = Hello { cluster: "test".into(), uuid: fake_uuid, id: fake, listen: fake_addr.to_string(), nonce: 7, segment: Some(0) };
             handshake::dial(&mut s, &hello).expect("welcome");
             s
         };
@@ -299,7 +299,7 @@ fn a_replaced_link_hands_its_unsent_frames_to_the_winner() {
     // its queue fills up.
     let mut loser = TcpStream::connect(a.t.local_addr()).expect("connect");
     loser.set_read_timeout(Some(SOON)).expect("timeout");
-    let hello = Hello { cluster: "test".into(), uuid: fake_uuid, id: fake, listen: fake_addr.to_string(), nonce: 7 };
+    let hello = Hello { cluster: "test".into(), uuid: fake_uuid, id: fake, listen: fake_addr.to_string(), nonce: 7, segment: Some(0) };
     handshake::dial(&mut loser, &hello).expect("welcome");
     a.wait_up(fake);
     let mut accepted = Vec::new();
@@ -357,7 +357,7 @@ fn another_protocol_version_is_refused_cleanly_both_ways() {
     // A future peer's Hello.
     let mut s = TcpStream::connect(a.t.local_addr()).expect("connect");
     s.set_read_timeout(Some(SOON)).expect("timeout");
-    let hello = Hello { cluster: "test".into(), uuid: Uuid::random(), id: 9, listen: String::new(), nonce: 1 };
+    let hello = Hello { cluster: "test".into(), uuid: Uuid::random(), id: 9, listen: String::new(), nonce: 1, segment: Some(0) };
     let mut wire = Vec::new();
     frame::write_frame(&mut wire, HELLO, &hello.encode()).expect("encode");
     wire[0] = frame::VERSION + 1;
@@ -482,7 +482,7 @@ fn a_restarted_peer_is_reconnected() {
     assert!(!a.t.send(b_id, 1, numbered(0)), "sent to a stopped peer");
     std::thread::sleep(Duration::from_millis(300)); // a few failed dials
     let (tx, rx) = channel();
-    let cfg = TransportConfig::new(&b_addr, "test", Identity { id: b_id, uuid: b_uuid, listen: String::new() });
+    let cfg = TransportConfig::new(&b_addr, "test", Identity { id: b_id, uuid: b_uuid, listen: String::new(), segment: 0 });
     let b = Node { t: Transport::start(cfg, tx).expect("restart on the same port"), rx, id: b_id, uuid: b_uuid };
     a.wait_up(b_id);
     send_numbered(&a, b.id, 3);
@@ -734,7 +734,7 @@ mod tls {
         // A plain peer is told why.
         let mut s = TcpStream::connect(secure.t.local_addr()).expect("connect");
         s.set_read_timeout(Some(SOON)).expect("timeout");
-        let hello = Hello { cluster: "test".into(), uuid: Uuid::random(), id: 77, listen: String::new(), nonce: 1 };
+        let hello = Hello { cluster: "test".into(), uuid: Uuid::random(), id: 77, listen: String::new(), nonce: 1, segment: Some(0) };
         match handshake::dial(&mut s, &hello) {
             Err(handshake::Failure::Refused(why)) => assert!(why.contains("TLS"), "{}", why),
             other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
