@@ -125,6 +125,8 @@ pub(crate) struct Counters {
     pub cluster_weight: AtomicU64,
     /// This member's weight as the group has ordered it.
     pub own_weight: AtomicU64,
+    /// The leader's raft id as this member knows it (0: none known).
+    pub leader: AtomicU64,
 }
 
 impl Counters {
@@ -191,6 +193,8 @@ pub(crate) struct Driver {
     /// Failure detection; the leader acts on it.
     pub(super) liveness: Liveness,
     pub(super) was_leader: bool,
+    /// Where the leader should be (see `placement`).
+    pub(super) placement: super::placement::Placement,
     pub(super) policy: Policy,
     /// When this member last proposed its weight.
     pub(super) weight_asked: Option<Instant>,
@@ -304,6 +308,7 @@ impl Driver {
             removed: false,
             liveness: Liveness::new(cfg.timeouts),
             was_leader: false,
+            placement: super::placement::Placement::new(now),
             policy: Policy::default(),
             weight_asked: None,
             recovery: cfg.previous.clone().filter(|_| bootstrap.is_none()).map(Recovery::new),
@@ -649,6 +654,8 @@ impl Driver {
         self.promote_learners();
         self.release_sync();
         self.evict_silent();
+        self.place_leader();
+        self.counters.leader.store(self.incarnation.raw.raft.leader_id, AtomicOrdering::Relaxed);
         self.watch_quorum();
         self.send_commit_notice(now);
         self.propose_weight(now);
@@ -800,6 +807,7 @@ impl Driver {
                 let before = self.events.len();
                 self.state.apply(entry, &mut self.events);
                 self.drop_stale(index, before);
+                self.count_writers(before);
                 self.note_own_deliveries(before);
             }
             Err(err) => self.halt(index, &err.to_string()),

@@ -20,6 +20,7 @@ mod load;
 mod log;
 mod membership;
 mod phase;
+pub mod placement;
 pub mod pieces;
 mod proposals;
 pub mod quorum;
@@ -432,6 +433,12 @@ impl Group {
             std::thread::sleep(Duration::from_millis(10));
         }
         true
+    }
+
+    /// The leader's raft id as this member knows it (0: none known), as of
+    /// the last tick.
+    pub fn leader(&self) -> u64 {
+        self.counters.leader.load(AtomicOrdering::Relaxed)
     }
 
     pub fn transport_stats(&self) -> TransportStats {

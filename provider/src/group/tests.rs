@@ -775,3 +775,30 @@ fn an_entry_crosses_to_another_segment_once_and_a_lost_relay_costs_nothing_but_a
         m.group.stop();
     }
 }
+
+#[test]
+fn leadership_moves_to_the_segment_that_writes() {
+    let [a, b, c, d] = two_segments();
+    let (a_id, c_id) = (a.group.me().id.raft_id(), c.group.me().id.raft_id());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while a.group.leader() != a_id {
+        assert!(Instant::now() < deadline, "a leads after bootstrapping");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Only c writes: past a window, c leads (it wrote most in the busiest
+    // segment), and its later writesets are ordered as before.
+    for token in 1..=2 * placement::MIN_WRITESETS {
+        c.group.propose(token, |buf| buf.push(token as u8), 1).unwrap();
+    }
+    assert_eq!(ordered_of(&c, 2 * placement::MIN_WRITESETS as usize).len(), 2 * placement::MIN_WRITESETS as usize);
+    let deadline = Instant::now() + placement::WINDOW + Duration::from_secs(5);
+    while [&a, &b, &c, &d].iter().any(|m| m.group.leader() != c_id) {
+        assert!(Instant::now() < deadline, "leaders {:?}, c is {:x}", [&a, &b, &c, &d].map(|m| m.group.leader()), c_id);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    c.group.propose(1000, |buf| buf.push(0), 1).unwrap();
+    assert_eq!(ordered_of(&c, 1).first().map(|o| o.2), Some(1000), "c orders its writesets as the leader");
+    for m in [&a, &b, &c, &d] {
+        m.group.stop();
+    }
+}
