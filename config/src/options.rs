@@ -341,7 +341,8 @@ registry! {
     GmcastPeerTimeout GMCAST_PEER_TIMEOUT DurationKey = "gmcast.peer_timeout", DUR,
         shown("PT3S"), Static, Canonical, false, false, "Connection timeout to a peer";
     GmcastSegment GMCAST_SEGMENT IntKey = "gmcast.segment", dec(0, 255), shown("0"), Static,
-        Canonical, false, false, "Network segment (data center) of this node";
+        Canonical, false, true,
+        "Network segment (data center) of this node: appends cross to another segment once, through a relay there, and the leader moves to the segment that writes most";
     GmcastTimeWait GMCAST_TIME_WAIT DurationKey = "gmcast.time_wait", DUR, shown("PT5S"),
         Static, Canonical, false, false, "Wait before reconnecting to a failed peer";
     GmcastVersion GMCAST_VERSION IntKey = "gmcast.version", dec(0, 0), shown("0"), Static,
@@ -567,6 +568,7 @@ mod tests {
                 "gcs.sync_donor",
                 "gcs.vote_policy",
                 "gmcast.isolate",
+                "gmcast.segment",
                 "ist.recv_addr",
                 "ist.recv_bind",
                 "lockstep.debug_hang_appliers",
