@@ -39,6 +39,13 @@ options (lists are comma-separated):
   --provider-option K=V wsrep_provider_options entry for every node (repeatable)
   --wan-delay-ms D      put the last node D ms away (one way) behind a
                         user-space proxy on its group links
+  --segments N          put the nodes in N gmcast.segments of consecutive
+                        nodes (node1 and node2 in 0, node3 and node4 in 1
+                        for 4 nodes in 2); with --wan-delay-ms, the delay
+                        is between segments instead, and the report gives
+                        the bytes that crossed per transaction; with
+                        --provider-option gmcast.segment=0 too, the same
+                        delays without segments
   --scenario S          lan (or cells): the sysbench matrix above, the
                         default; with --repeat N above 1, N times on fresh
                         clusters, averaged, with lan.json and lan.svg.
@@ -312,6 +319,7 @@ fn apply(spec: &mut BenchSpec, flag: &str, value: &str) -> Result<(), String> {
                 .map(String::from),
         ),
         "--wan-delay-ms" => spec.wan_delay_ms = Some(number(flag, value)?),
+        "--segments" => spec.segments = number(flag, value)?,
         "--scenario" => {
             spec.scenario = super::plan::Scenario::parse(value)?;
             scenario_defaults(spec);

@@ -132,8 +132,11 @@ pub struct BenchSpec {
     /// wsrep_provider_options entries for every node of every provider.
     pub provider_options: Vec<String>,
     /// One-way delay added to every byte to and from the last node's group
-    /// port (see wan.rs); None: no proxy.
+    /// port, or between segments (see wan.rs); None: no proxy.
     pub wan_delay_ms: Option<u32>,
+    /// Nodes in this many `gmcast.segment`s of consecutive nodes (1: the
+    /// option is not set).
+    pub segments: usize,
     pub scenario: Scenario,
     /// big-trx: rows of the big table, and the streaming fragment sizes
     /// in bytes to run (0: no streaming).
@@ -163,6 +166,7 @@ impl Default for BenchSpec {
             mysqld_options: default_mysqld_options(),
             provider_options: Vec::new(),
             wan_delay_ms: None,
+            segments: 1,
             scenario: Scenario::Cells,
             rows: 500_000,
             fragments: vec![0, 10_000, 100_000, 1_000_000],
@@ -245,7 +249,18 @@ impl BenchSpec {
         for option in &self.provider_options {
             spec = spec.provider_option(option.clone());
         }
+        // An explicit --provider-option gmcast.segment=K puts every node in
+        // K: the same delays without segments, to compare.
+        let given = self.provider_options.iter().any(|o| o.trim_start().starts_with("gmcast.segment"));
+        for node in (1..=self.nodes).filter(|n| !given && self.segment_of(*n) > 0) {
+            spec = spec.node_provider_option(node, format!("gmcast.segment={}", self.segment_of(node)));
+        }
         spec
+    }
+
+    /// Node `node`'s segment (1-based nodes): consecutive nodes share one.
+    pub fn segment_of(&self, node: usize) -> usize {
+        (node - 1) * self.segments / self.nodes.max(1)
     }
 
     /// Catches mistakes before the first cluster starts.
@@ -262,6 +277,9 @@ impl BenchSpec {
         // Those scenarios measure node 2 while node 1 writes.
         if self.nodes < 2 && matches!(self.scenario, Scenario::BigTrx | Scenario::Freshness | Scenario::Drain) {
             return fail(format!("--scenario {} needs --nodes 2 or more: it measures node 2", self.scenario.name()));
+        }
+        if self.segments == 0 || self.segments > self.nodes {
+            return fail(format!("--segments must be between 1 and the number of nodes ({})", self.nodes));
         }
         if self.nodes < 2 && self.wan_delay_ms.is_some() {
             return fail("--wan-delay-ms needs --nodes 2 or more: it delays the last node's links".into());

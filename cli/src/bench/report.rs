@@ -62,12 +62,17 @@ fn header(spec: &BenchSpec, wall: Duration) -> String {
         },
         minutes(wall)
     );
-    if let Some(ms) = spec.wan_delay_ms {
-        let _ = writeln!(
-            out,
-            "WAN: node{} is {ms} ms away one way (user-space proxy)",
-            spec.nodes
-        );
+    match spec.wan_delay_ms {
+        Some(ms) if spec.segments > 1 => {
+            let _ = writeln!(out, "WAN: {} segments of consecutive nodes, {ms} ms apart one way (user-space proxy)", spec.segments);
+        }
+        Some(ms) => {
+            let _ = writeln!(out, "WAN: node{} is {ms} ms away one way (user-space proxy)", spec.nodes);
+        }
+        None => {}
+    }
+    if spec.segments > 1 && spec.provider_options.iter().any(|o| o.trim_start().starts_with("gmcast.segment")) {
+        let _ = writeln!(out, "gmcast.segment given for every node: the segments above are delays only");
     }
     let _ = writeln!(
         out,

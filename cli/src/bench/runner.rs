@@ -75,10 +75,17 @@ fn run_provider(spec: &BenchSpec, index: usize, log: &mut dyn FnMut(&str)) -> Pr
     };
     let mut broken: Option<String> = None;
     for cell in &cells {
+        let crossed = proxy.as_ref().map(DelayProxy::crossed);
         let (outcome, stuck) = match &broken {
             Some(reason) => (CellOutcome::Failed(reason.clone()), false),
             None => measure(spec, index, &cluster, cell, &mut say),
         };
+        if let (Some(before), Some(p), CellOutcome::Measured { sysbench, .. }) = (crossed, &proxy, &outcome) {
+            // Warmup included: it crosses too, and sysbench counts only
+            // the measured part, so this errs high.
+            let per = (p.crossed() - before) as f64 / sysbench.transactions.max(1) as f64;
+            run.notes.push(format!("{}: {:.0} bytes crossed the WAN proxy per transaction (warmup included)", cell.slug(), per));
+        }
         if let CellOutcome::Failed(reason) = &outcome {
             // A stuck cluster would make every later cell wait out the
             // same timeouts: give up on this provider instead.
@@ -129,7 +136,8 @@ fn set_up(
         .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     let mut cluster_spec = spec.cluster_spec(index);
     let proxy = match spec.wan_delay_ms {
-        Some(ms) => Some(super::wan::wire(&mut cluster_spec, ms)?),
+        Some(ms) if spec.segments > 1 => Some(super::wan::wire(&mut cluster_spec, ms, |n| if n == 0 { 0 } else { spec.segment_of(n) })?),
+        Some(ms) => Some(super::wan::wire(&mut cluster_spec, ms, |n| usize::from(n == spec.nodes))?),
         None => None,
     };
     say(&format!(

@@ -24,6 +24,11 @@
 //! - the proxy knows the caller by its source address 127.10.0.M, hence
 //!   which links to delay.
 //!
+//! With `--segments N` the nodes are in N sides (their gmcast.segment)
+//! and every link between two sides is delayed, links within one are not;
+//! the proxy counts the bytes that cross, so the report can say how many
+//! bytes a transaction costs the WAN.
+//!
 //! `--wan-delay-ms 0` measures what the proxy itself costs (on this
 //! 2-core machine: a lot, every group message crosses two more sockets).
 //! A provider must honour gmcast.listen_addr for this wiring to hold.
@@ -32,7 +37,7 @@ use crate::cluster::{ClusterSpec, Error, Result};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -58,8 +63,9 @@ fn caller(addr: &SocketAddr) -> Option<usize> {
 
 /// Moves every node's group listener to 127.10.0.N and returns the
 /// (not yet listening) proxy; call [`DelayProxy::listen`] for each node as
-/// it is launched.
-pub fn wire(spec: &mut ClusterSpec, delay_ms: u32) -> Result<DelayProxy> {
+/// it is launched. `side(node)`: links between nodes of different sides
+/// are delayed (node 0: a caller the proxy does not know).
+pub fn wire(spec: &mut ClusterSpec, delay_ms: u32, side: impl Fn(usize) -> usize) -> Result<DelayProxy> {
     if spec.nodes > 250 {
         return Err(Error::msg("--wan-delay-ms supports up to 250 nodes"));
     }
@@ -70,8 +76,9 @@ pub fn wire(spec: &mut ClusterSpec, delay_ms: u32) -> Result<DelayProxy> {
         let option = format!("gmcast.listen_addr=tcp://{}:{port}", node_ip(node));
         *spec = std::mem::take(spec).node_provider_option(node, option);
     }
+    let sides = Arc::new((0..=spec.nodes).map(side).collect());
     Ok(DelayProxy {
-        far: spec.nodes,
+        sides,
         delay: Duration::from_millis(delay_ms as u64),
         ports,
         shared: Arc::new(Shared::default()),
@@ -86,11 +93,14 @@ struct Shared {
     sockets: Mutex<Vec<TcpStream>>,
     /// Connections carried, by (caller, target) node.
     links: Mutex<BTreeMap<(usize, usize), u32>>,
+    /// Bytes carried on delayed links, both directions.
+    crossed: AtomicU64,
 }
 
 /// The running proxy; dropping it closes every proxied connection.
 pub struct DelayProxy {
-    far: usize,
+    /// Each node's side (index: node; 0 for unknown callers).
+    sides: Arc<Vec<usize>>,
     delay: Duration,
     ports: BTreeMap<usize, u16>,
     shared: Arc<Shared>,
@@ -111,7 +121,7 @@ impl DelayProxy {
         let link = Link {
             target: node,
             upstream: SocketAddr::from((node_ip(node), port)),
-            far: self.far,
+            sides: self.sides.clone(),
             delay: self.delay,
             shared: self.shared.clone(),
         };
@@ -127,12 +137,27 @@ impl DelayProxy {
     }
 
     pub fn describe(&self) -> String {
-        format!(
-            "WAN proxy: node{} is {} ms away one way (+{} ms per round trip) on every group link",
-            self.far,
-            self.delay.as_millis(),
-            2 * self.delay.as_millis()
-        )
+        let far: Vec<String> = (1..self.sides.len()).filter(|n| self.sides[*n] != self.sides[1]).map(|n| format!("node{n}")).collect();
+        let sides = self.sides[1..].iter().max().map_or(1, |m| m + 1);
+        match sides {
+            2 if far.len() == 1 => format!(
+                "WAN proxy: {} is {} ms away one way (+{} ms per round trip) on every group link",
+                far[0],
+                self.delay.as_millis(),
+                2 * self.delay.as_millis()
+            ),
+            _ => format!(
+                "WAN proxy: {} segments, {} ms apart one way (+{} ms per round trip) on every group link between them",
+                sides,
+                self.delay.as_millis(),
+                2 * self.delay.as_millis()
+            ),
+        }
+    }
+
+    /// Bytes carried so far on delayed links, both directions.
+    pub fn crossed(&self) -> u64 {
+        self.shared.crossed.load(Ordering::Relaxed)
     }
 
     /// The links the proxy carried, e.g. `1->3 x1, 2->3 x1 (delayed)`:
@@ -151,8 +176,13 @@ impl DelayProxy {
     }
 
     fn is_far(&self, from: usize, to: usize) -> bool {
-        from == self.far || to == self.far
+        is_far(&self.sides, from, to)
     }
+}
+
+fn is_far(sides: &[usize], from: usize, to: usize) -> bool {
+    let side = |n: usize| sides.get(n).copied().unwrap_or(0);
+    side(from) != side(to)
 }
 
 impl Drop for DelayProxy {
@@ -182,7 +212,7 @@ impl Drop for DelayProxy {
 struct Link {
     target: usize,
     upstream: SocketAddr,
-    far: usize,
+    sides: Arc<Vec<usize>>,
     delay: Duration,
     shared: Arc<Shared>,
 }
@@ -207,11 +237,8 @@ impl Link {
             return;
         };
         let caller = caller(&from).unwrap_or(0);
-        let delay = if caller == self.far || self.target == self.far {
-            self.delay
-        } else {
-            Duration::ZERO
-        };
+        let far = is_far(&self.sides, caller, self.target);
+        let delay = if far { self.delay } else { Duration::ZERO };
         *self
             .shared
             .links
@@ -233,16 +260,17 @@ impl Link {
                 .unwrap_or_else(|p| p.into_inner())
                 .extend([c, s]);
         }
-        spawn_direction(client, server2, delay);
-        spawn_direction(server, client2, delay);
+        let counter = far.then(|| self.shared.clone());
+        spawn_direction(client, server2, delay, counter.clone());
+        spawn_direction(server, client2, delay, counter);
     }
 }
 
 /// Copies `from` to `to`, each chunk held until `delay` after it was read.
 /// A reader thread stamps chunks and a writer thread releases them, so the
 /// delay adds latency without limiting throughput.
-fn spawn_direction(from: TcpStream, to: TcpStream, delay: Duration) {
-    if delay.is_zero() {
+fn spawn_direction(from: TcpStream, to: TcpStream, delay: Duration, counter: Option<Arc<Shared>>) {
+    if delay.is_zero() && counter.is_none() {
         // Near links: one thread copying in place, no hand-off to wake.
         let _ = std::thread::Builder::new()
             .name("wan-proxy-copy".into())
@@ -255,7 +283,7 @@ fn spawn_direction(from: TcpStream, to: TcpStream, delay: Duration) {
     let reader = from;
     let _ = std::thread::Builder::new()
         .name("wan-proxy-read".into())
-        .spawn(move || read_chunks(reader, tx, delay));
+        .spawn(move || read_chunks(reader, tx, delay, counter));
     let _ = std::thread::Builder::new()
         .name("wan-proxy-write".into())
         .spawn(move || write_chunks(to, rx));
@@ -266,12 +294,15 @@ fn copy(mut from: TcpStream, mut to: TcpStream) {
     let _ = to.shutdown(Shutdown::Write);
 }
 
-fn read_chunks(mut from: TcpStream, tx: mpsc::SyncSender<(Instant, Vec<u8>)>, delay: Duration) {
+fn read_chunks(mut from: TcpStream, tx: mpsc::SyncSender<(Instant, Vec<u8>)>, delay: Duration, counter: Option<Arc<Shared>>) {
     let mut buf = vec![0u8; CHUNK];
     loop {
         match from.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
+                if let Some(shared) = &counter {
+                    shared.crossed.fetch_add(n as u64, Ordering::Relaxed);
+                }
                 if tx
                     .send((Instant::now() + delay, buf[..n].to_vec()))
                     .is_err()
@@ -305,14 +336,18 @@ mod tests {
     #[test]
     fn wiring_moves_listeners_and_keeps_gcomm_lists() {
         let mut spec = ClusterSpec::new(3, Provider::Galera, "/tmp/x").base_port(28000);
-        let proxy = wire(&mut spec, 7).unwrap();
+        let proxy = wire(&mut spec, 7, |n| usize::from(n == 3)).unwrap();
         assert_eq!(
             spec.node_extra[&3].provider,
             ["gmcast.listen_addr=tcp://127.10.0.3:28021"]
         );
         assert!(spec.validate().is_ok());
-        assert_eq!(proxy.far, 3);
-        assert!(proxy.describe().contains("node3 is 7 ms away"));
+        assert_eq!(*proxy.sides, vec![0, 0, 0, 1]);
+        assert!(proxy.describe().contains("node3 is 7 ms away"), "{}", proxy.describe());
+        let mut four = ClusterSpec::new(4, Provider::Galera, "/tmp/x").base_port(28000);
+        let segments = wire(&mut four, 50, |n| usize::from(n > 2)).unwrap();
+        assert!(segments.describe().contains("2 segments, 50 ms apart"), "{}", segments.describe());
+        assert!(is_far(&segments.sides, 2, 3) && !is_far(&segments.sides, 3, 4) && !is_far(&segments.sides, 1, 2));
         assert_eq!(caller(&"127.10.0.2:5000".parse().unwrap()), Some(2));
         assert_eq!(caller(&"127.0.0.1:5000".parse().unwrap()), None);
     }
@@ -329,7 +364,7 @@ mod tests {
             s.write_all(&buf).unwrap();
         });
         let proxy = DelayProxy {
-            far: 3,
+            sides: Arc::new(vec![0, 0, 0, 1]),
             delay: Duration::from_millis(30),
             ports: BTreeMap::from([(3, port)]),
             shared: Arc::new(Shared::default()),
@@ -348,5 +383,6 @@ mod tests {
         assert!(rtt >= Duration::from_millis(60), "{rtt:?}");
         assert!(rtt < Duration::from_millis(1000), "{rtt:?}");
         assert_eq!(proxy.links(), "node0->node3 x1 delayed");
+        assert_eq!(proxy.crossed(), 8, "ping there and back");
     }
 }
