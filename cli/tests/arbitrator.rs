@@ -12,6 +12,7 @@ use common::*;
 use lockstep_cli::cluster::{Node, Provider};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Our garbd is built in target/<profile>/, where liblockstep.so is (or
@@ -100,6 +101,21 @@ fn with_garbd_either_of_two_data_nodes_survives_the_others_death() {
     }
     assert_eq!(n2.sql("SET SESSION wsrep_sync_wait = 1; SELECT COUNT(*) FROM d.t").unwrap(), [["3"]]);
 
+    // A data node killed while both write, twice: the second kill is the
+    // leader's. garbd may then hold entries the survivor lacks
+    // (acknowledged just before the kill); it must pass them on, not keep
+    // the survivor from being elected forever. That window is narrow on
+    // loopback (this never hit it in four runs without the fix); the
+    // simulator's seed 2910 is the case that pins it.
+    for (round, (victim, survivor)) in [(n1, n2), (n2, n1)].into_iter().enumerate() {
+        kill_under_load(victim, survivor, round as u32);
+        goes_on_alone_with_garbd(survivor, 10 + round as u32);
+        start_node(victim);
+        wait_size(survivor, "3", Duration::from_secs(30));
+    }
+    let count = |n: Node| n.sql("SET SESSION wsrep_sync_wait = 1; SELECT COUNT(*), SUM(id) FROM d.t").unwrap();
+    assert_eq!(count(n1), count(n2), "both data nodes hold the same rows");
+
     let stopped = Instant::now();
     // SAFETY: a signal to the child we started.
     unsafe { libc_kill(garbd.0.id() as i32, 15) };
@@ -108,7 +124,31 @@ fn with_garbd_either_of_two_data_nodes_survives_the_others_death() {
     wait_size(n1, "2", Duration::from_secs(30));
     assert!(stopped.elapsed() < Duration::from_secs(4), "garbd left by eviction ({:?}), not by leaving", stopped.elapsed());
     n1.sql("INSERT INTO d.t VALUES (4)").unwrap();
-    assert_eq!(n2.sql("SET SESSION wsrep_sync_wait = 1; SELECT COUNT(*) FROM d.t").unwrap(), [["4"]]);
+    assert_eq!(n2.sql("SELECT COUNT(*) FROM d.t WHERE id = 4").unwrap(), [["1"]]);
+    assert_eq!(count(n1), count(n2));
+}
+
+/// Both nodes insert rows of their own as fast as they can; `victim` is
+/// killed 1.5 s in, and the writers stop soon after (the victim's fail at
+/// once, the survivor's once the group has a view without the victim).
+fn kill_under_load(victim: Node, survivor: Node, round: u32) {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for (k, n) in [victim, survivor].into_iter().enumerate() {
+            let stop = &stop;
+            s.spawn(move || {
+                let mut id = 1_000_000 * (1 + 2 * round + k as u32);
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = n.sql(&format!("INSERT INTO d.t VALUES ({id})"));
+                    id += 1;
+                }
+            });
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        victim.kill().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, Ordering::Relaxed);
+    });
 }
 
 extern "C" {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use protobuf::Message as _;
-use raft::prelude::{ConfChange, ConfChangeType, Entry as RaftEntry, EntryType, Message, Snapshot};
+use raft::prelude::{ConfChange, ConfChangeType, Entry as RaftEntry, EntryType, Message, MessageType, Snapshot};
 use raft::{ProgressState, RawNode, StateRole};
 
 use super::entry::{Entry, MemberInfo, Membership, Transition};
@@ -193,6 +193,11 @@ pub(crate) struct Driver {
     /// Failure detection; the leader acts on it.
     pub(super) liveness: Liveness,
     pub(super) was_leader: bool,
+    /// The last member heard speaking as a leader (an append, heartbeat
+    /// or snapshot), and when: a member that never campaigns (a learner,
+    /// an arbitrator) keeps naming a leader that stepped down, and still
+    /// hears from it (its vote requests), so plain liveness would not do.
+    leader_contact: Option<(u64, Instant)>,
     /// Where the leader should be (see `placement`).
     pub(super) placement: super::placement::Placement,
     pub(super) policy: Policy,
@@ -280,7 +285,7 @@ impl Driver {
             raft_config: cfg.raft.clone(),
             limits: cfg.limits,
             clock,
-            incarnation: Incarnation::first(raw),
+            incarnation: Incarnation::first(arbitrator_log(raw, cfg.me.arbitrator)),
             inbox,
             state: GroupState::new(cfg.me.id),
             delivery,
@@ -308,6 +313,7 @@ impl Driver {
             removed: false,
             liveness: Liveness::new(cfg.timeouts),
             was_leader: false,
+            leader_contact: None,
             placement: super::placement::Placement::new(now),
             policy: Policy::default(),
             weight_asked: None,
@@ -579,6 +585,9 @@ impl Driver {
         match frame {
             Frame::Raft(m) => {
                 self.tell_if_removed(from);
+                if matches!(m.get_msg_type(), MessageType::MsgAppend | MessageType::MsgHeartbeat | MessageType::MsgSnapshot) {
+                    self.leader_contact = Some((m.from, self.clock.now()));
+                }
                 // A member only hears its own group: after a reform the
                 // old group's members must not pull it back into their
                 // terms.
@@ -654,6 +663,7 @@ impl Driver {
         self.promote_learners();
         self.release_sync();
         self.evict_silent();
+        self.hand_over();
         self.place_leader();
         self.counters.leader.store(self.incarnation.raw.raft.leader_id, AtomicOrdering::Relaxed);
         self.watch_quorum();
@@ -732,7 +742,8 @@ impl Driver {
     fn send(&mut self, msgs: Vec<Message>) {
         let relays = self.relays();
         let net = self.net.clone();
-        let relay_of = |to| net.segment(to).and_then(|s| relays.get(&s).copied());
+        // One segment (the usual case): no lookups per message.
+        let relay_of = |to| if relays.is_empty() { None } else { net.segment(to).and_then(|s| relays.get(&s).copied()) };
         for out in super::relay::route(msgs, relay_of) {
             match out {
                 Out::Direct(m) => self.send_frame([m.to], &Frame::Raft(m)),
@@ -1060,7 +1071,8 @@ impl Driver {
         }
         let now = self.clock.now();
         let silent = super::quorum::LEADER_SILENT;
-        let leader = super::quorum::has_leader(self.incarnation.raw.raft.leader_id, self.me.id.raft_id(), |id| self.liveness.heard_within(id, now, silent))
+        let spoke_as_leader = |id| self.leader_contact.is_some_and(|(l, at)| l == id && now.saturating_duration_since(at) <= silent);
+        let leader = super::quorum::has_leader(self.incarnation.raw.raft.leader_id, self.me.id.raft_id(), spoke_as_leader)
             && self.weight_allows_leader(now);
         if self.incarnation.quorum.probe_due(now) {
             self.send_frame(self.peers.iter().copied(), &Frame::Probe);
@@ -1111,7 +1123,7 @@ impl Driver {
         // old one (see GroupLog::continuing).
         let (last, term) = (self.incarnation.raw.raft.raft_log.last_index(), self.incarnation.raw.raft.term);
         match raft_node_continuing(&self.raft_config, last.max(self.applying), term) {
-            Ok(raw) => self.incarnation = self.incarnation.next(raw),
+            Ok(raw) => self.incarnation = self.incarnation.next(arbitrator_log(raw, self.me.arbitrator)),
             Err(e) => return log::error!("pc.bootstrap: cannot start a new raft group: {}", e),
         }
         log::info!("forming a primary component of this node alone at {}:{}", self.state.history(), self.state.seqno());
@@ -1283,12 +1295,26 @@ pub fn raft_config(id: u64) -> raft::Config {
     }
 }
 
-/// An arbitrator's Raft settings: its election timer never runs out, so
-/// it never campaigns (it keeps no data, so it must never lead), while the
-/// lease it grants a leader (`election_tick`) stays the usual one: it
-/// still votes for a new leader once the old one went silent.
-pub fn never_campaign(config: raft::Config) -> raft::Config {
-    raft::Config { min_election_tick: usize::MAX / 4, max_election_tick: usize::MAX / 2, ..config }
+/// An arbitrator's Raft settings: it campaigns only after three to four
+/// election timeouts without a leader, when no data member could win,
+/// while the lease it grants a leader (`election_tick`) stays the usual
+/// one. A data member cannot win when the arbitrator's log holds entries
+/// it lacks (a leader died right after the arbitrator acknowledged them,
+/// which may have committed them): the arbitrator refuses it its vote, as
+/// Raft must. The arbitrator then leads only to pass those entries on and
+/// hand leadership to that member (`Driver::hand_over`); it keeps no data,
+/// so it never sends a snapshot nor takes a joiner meanwhile.
+pub fn campaigns_last(config: raft::Config) -> raft::Config {
+    let election = config.election_tick;
+    raft::Config { min_election_tick: 3 * election, max_election_tick: 4 * election, ..config }
+}
+
+/// Installs `raw` as an arbitrator's when `arbitrator` (see `campaigns_last`).
+pub(super) fn arbitrator_log(raw: RawNode<GroupLog>, arbitrator: bool) -> RawNode<GroupLog> {
+    if arbitrator {
+        raw.store().refuse_snapshots();
+    }
+    raw
 }
 
 pub fn raft_node_with(config: &raft::Config, voters: Vec<u64>) -> raft::Result<RawNode<GroupLog>> {

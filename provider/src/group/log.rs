@@ -23,6 +23,10 @@ pub struct GroupLog {
     /// before its new Add shows its previous incarnation as a member, and
     /// it would take that for its own join.
     added_at: RefCell<BTreeMap<u64, u64>>,
+    /// An arbitrator's log: its snapshots hold no node state, so it never
+    /// sends one, even while it leads to hand over (see
+    /// `driver::campaigns_last`).
+    no_snapshots: Cell<bool>,
 }
 
 impl GroupLog {
@@ -30,7 +34,7 @@ impl GroupLog {
     /// nobody (a joiner, which learns the configuration from the leader).
     pub fn new(voters: Vec<u64>) -> GroupLog {
         let mem = if voters.is_empty() { MemStorage::new() } else { MemStorage::new_with_conf_state(ConfState::from((voters, vec![]))) };
-        GroupLog { mem, snapshot: RefCell::new(None), wanted: Cell::new(false), added_at: RefCell::new(BTreeMap::new()) }
+        GroupLog { mem, snapshot: RefCell::new(None), wanted: Cell::new(false), added_at: RefCell::new(BTreeMap::new()), no_snapshots: Cell::new(false) }
     }
 
     /// A log of `voter` alone that continues another's numbering after
@@ -102,6 +106,11 @@ impl GroupLog {
         self.mem.wl().set_hardstate(hs);
     }
 
+    /// Never hand raft-rs a snapshot to send (an arbitrator's log).
+    pub fn refuse_snapshots(&self) {
+        self.no_snapshots.set(true);
+    }
+
     /// Member `id` was added by the entry at `index`.
     pub fn note_added(&self, id: u64, index: u64) {
         self.added_at.borrow_mut().insert(id, index);
@@ -150,6 +159,9 @@ impl Storage for GroupLog {
     }
 
     fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
+        if self.no_snapshots.get() {
+            return Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable));
+        }
         let first = self.mem.first_index()?;
         if let Some(s) = self.snapshot.borrow().as_ref() {
             let md = s.get_metadata();

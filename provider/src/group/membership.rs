@@ -118,7 +118,10 @@ impl Driver {
                 self.on_restarted_joiner(previous, position);
             }
         }
-        if !self.state.is_primary() || self.state.member(member.id).is_some() {
+        // An arbitrator that leads to hand over takes no joiner: it has no
+        // state to give (the joiner asks again, of the next leader).
+        let handing_over = self.me.arbitrator && self.incarnation.raw.raft.state == StateRole::Leader;
+        if !self.state.is_primary() || self.state.member(member.id).is_some() || handing_over {
             return;
         }
         log::info!("member {} ({}) at {} asks to join", member.id, member.name, member.address);
@@ -184,7 +187,7 @@ impl Driver {
         self.recovery = None;
         let id = self.me.id.raft_id();
         match super::driver::raft_node_with(&self.raft_config, vec![id]) {
-            Ok(raw) => self.incarnation = self.incarnation.next(raw),
+            Ok(raw) => self.incarnation = self.incarnation.next(super::driver::arbitrator_log(raw, self.me.arbitrator)),
             Err(e) => return log::error!("cannot start the raft node to recover the component: {}", e),
         }
         log::info!(
@@ -377,7 +380,7 @@ impl Driver {
         let committed = self.incarnation.raw.raft.raft_log.committed.max(self.applying);
         self.vote_floor = self.vote_floor.max(committed);
         match super::driver::raft_node_with(&self.raft_config, vec![]) {
-            Ok(raw) => self.incarnation = self.incarnation.next(raw),
+            Ok(raw) => self.incarnation = self.incarnation.next(super::driver::arbitrator_log(raw, self.me.arbitrator)),
             Err(e) => return log::error!("cannot restart the raft node to rejoin: {}", e),
         }
         for client in self.proposals.abandon() {

@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 pub use driver::Delivery;
 /// The Raft settings every member starts from (the simulator pins the
 /// election timeout in them), and the snapshot's two parts.
-pub use driver::{raft_config, split_snapshot};
+pub use driver::{campaigns_last, raft_config, split_snapshot};
 #[cfg(test)]
 use driver::raft_node_with;
 pub use log::GroupLog;
@@ -252,7 +252,7 @@ impl Group {
             Mode::Join { peers } => Start::Join { peers },
         };
         let raft = match me.arbitrator {
-            true => driver::never_campaign(raft_config(me.id.raft_id())),
+            true => driver::campaigns_last(raft_config(me.id.raft_id())),
             false => raft_config(me.id.raft_id()),
         };
         let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts, previous: cfg.previous, raft, limits: Limits::default() };

@@ -128,6 +128,23 @@ impl Driver {
         self.incarnation.raw.transfer_leader(to.raft_id());
     }
 
+    /// An arbitrator that leads (see `driver::campaigns_last`) hands
+    /// leadership to the data voter that holds most of the log; raft-rs
+    /// brings it up to date first, and gives up after an election timeout,
+    /// after which this asks again.
+    pub(super) fn hand_over(&mut self) {
+        let raft = &self.incarnation.raw.raft;
+        if !self.me.arbitrator || raft.state != StateRole::Leader || raft.lead_transferee.is_some() {
+            return;
+        }
+        let data_voters = self.state.members().iter().filter(|m| m.voter && !m.info.arbitrator && m.info.id != self.me.id);
+        let best = data_voters.filter_map(|m| raft.prs().get(m.info.id.raft_id()).map(|pr| (pr.matched, m.info.id))).max();
+        if let Some((matched, to)) = best {
+            log::info!("this arbitrator leads (no data member could win an election): handing leadership to {}, which holds the log up to {}", to, matched);
+            self.incarnation.raw.transfer_leader(to.raft_id());
+        }
+    }
+
     fn candidate(&self, m: &super::state::Member, now: Instant) -> Candidate {
         let id = m.info.id.raft_id();
         if m.info.id == self.me.id {

@@ -52,10 +52,11 @@ impl Policy {
 pub const LEADER_SILENT: Duration = Duration::from_secs(1);
 
 /// Whether this member has a leader: raft-rs knows one (`leader`, 0 for
-/// none) and it is this member or was heard from within `LEADER_SILENT`.
-/// A learner never campaigns, so raft-rs keeps naming a leader that went
-/// silent (or that removed it while it was stopped); only hearing from it
-/// tells.
+/// none) and it is this member or was heard from as a leader within
+/// `LEADER_SILENT`. A learner or an arbitrator never campaigns, so
+/// raft-rs keeps naming a leader that went silent, that removed it while
+/// it was stopped, or that stepped down (and now asks for votes); only
+/// hearing from it as a leader tells.
 pub fn has_leader(leader: u64, me: u64, heard_lately: impl Fn(u64) -> bool) -> bool {
     leader != raft::INVALID_ID && (leader == me || heard_lately(leader))
 }

@@ -229,6 +229,17 @@ impl Delivery for NodeDelivery {
     }
 }
 
+/// What a member is, beside its place and timing.
+#[derive(Clone, Copy, Debug)]
+pub struct Traits {
+    /// `pc.weight`.
+    pub weight: u32,
+    /// In a segment by the parity of its index (see `Sim::segmented`).
+    pub segmented: bool,
+    /// An arbitrator (garbd): votes, never leads, takes no writes.
+    pub arbitrator: bool,
+}
+
 pub struct Driven {
     index: usize,
     info: MemberInfo,
@@ -312,9 +323,10 @@ impl Driven {
     /// killed node was, its last primary view and its position, as the
     /// node layer reads them from `gvwstate.dat` and its data when it
     /// restarts (its state is then that position's).
-    pub fn new(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, weight: u32, previous: Option<Previous>, now: Instant, segmented: bool) -> Driven {
+    pub fn new(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, traits: Traits, previous: Option<Previous>, now: Instant) -> Driven {
+        let Traits { weight, segmented, arbitrator } = traits;
         let id = uuid(index);
-        let info = MemberInfo { id, name: format!("node{}", index + 1), incoming: String::new(), address: format!("sim:{}", index), arbitrator: false };
+        let info = MemberInfo { id, name: format!("node{}", index + 1), incoming: String::new(), address: format!("sim:{}", index), arbitrator };
         let mut raft = group::raft_config(id.raft_id());
         // One election timeout per member, drawn from the seed (raft-rs
         // would draw it from thread_rng, and two members that time out
@@ -322,6 +334,9 @@ impl Driven {
         raft.election_tick = election_tick;
         raft.min_election_tick = election_tick;
         raft.max_election_tick = election_tick + 1;
+        if arbitrator {
+            raft = group::campaigns_last(raft);
+        }
         let start = match bootstrap {
             true => Start::Bootstrap { history: HISTORY, position: 0 },
             // Every member's address, as wsrep_cluster_address lists them.
@@ -457,6 +472,10 @@ impl Driven {
 
     pub fn weight(&self) -> u32 {
         self.weight
+    }
+
+    pub fn is_arbitrator(&self) -> bool {
+        self.info.arbitrator
     }
 
     pub fn election_tick(&self) -> usize {

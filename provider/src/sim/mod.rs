@@ -38,7 +38,7 @@ use bytes::Bytes;
 use crate::gtid::{Seqno, Uuid};
 use crate::writeset::{flags, Key, KeyKind, WriteSet};
 use check::{Checker, Note};
-use driven::Driven;
+use driven::{Driven, Traits};
 use network::{Envelope, Network};
 use rng::Rng;
 
@@ -80,6 +80,9 @@ const SETTLE_MS: u64 = 30_000;
 /// A partition older than this (quorum grace 5 s, an election, a tick)
 /// must have left at most one side primary.
 const SPLIT_SETTLED_MS: u64 = 8_000;
+/// The longest an arbitrator may lead: an election timeout or two for
+/// raft-rs to bring a data member up to date and hand it leadership.
+const ARBITRATOR_LEADS_MS: u64 = 3_000;
 /// Client writesets waiting per member, at most (its client threads).
 const CLIENTS: usize = 8;
 /// A client gives up on a writeset after this (it is then not
@@ -146,6 +149,8 @@ struct Sim {
     faults: Vec<String>,
     trace: bool,
     segmented: bool,
+    /// Per arbitrator: since when it leads (now, while it does not).
+    arbitrator_led_since: BTreeMap<usize, u64>,
 }
 
 /// Runs the simulation of `seed`; `trace` prints the schedule and the
@@ -230,7 +235,14 @@ impl Sim {
             let election = distinct_election(&mut rng, &taken);
             let rate = if rng.chance(20) { 1 } else { rng.between(2, 8) as usize };
             let weight = if weighted { rng.between(1, 3) as u32 } else { 1 };
-            members.push(Driven::new(i, election, rate, i == 0, weight, None, base, segmented(seed)));
+            // Seeds divisible by 3 end with an arbitrator (garbd), of
+            // weight 1: one that alone weighs a majority can neither lead
+            // nor form a component of its own, so nobody could be
+            // primary while it is cut off (see the README's garbd notes).
+            let arbitrator = seed % 3 == 0 && i == n - 1;
+            let weight = if arbitrator { 1 } else { weight };
+            let traits = Traits { weight, segmented: segmented(seed), arbitrator };
+            members.push(Driven::new(i, election, rate, i == 0, traits, None, base));
         }
         let mut sim = Sim {
             rng,
@@ -250,6 +262,7 @@ impl Sim {
             faults: Vec::new(),
             trace,
             segmented: segmented(seed),
+            arbitrator_led_since: BTreeMap::new(),
         };
         sim.net.side = vec![0; n];
         if trace {
@@ -303,7 +316,24 @@ impl Sim {
             self.load()?;
         }
         self.check_synced_votes()?;
+        self.check_arbitrators_follow()?;
         self.check_one_primary()
+    }
+
+    /// An arbitrator holds no data: it leads only when no data member
+    /// could win an election, and then only until it handed leadership to
+    /// one (see `group::campaigns_last`).
+    fn check_arbitrators_follow(&mut self) -> Result<(), String> {
+        for i in 0..self.members.len() {
+            let leads = self.acting(i) && self.members[i].is_arbitrator() && self.members[i].is_leader();
+            let since = *self.arbitrator_led_since.entry(i).or_insert(self.now);
+            if !leads {
+                self.arbitrator_led_since.insert(i, self.now);
+            } else if self.now - since > ARBITRATOR_LEADS_MS {
+                return Err(format!("node{}, an arbitrator, has led for {} ms", i + 1, self.now - since));
+            }
+        }
+        Ok(())
     }
 
     /// A member synced in the group's state is a voter in it: a synced
@@ -397,6 +427,10 @@ impl Sim {
             if !self.acting(i) || self.waiting[i].len() >= CLIENTS || !self.rng.chance(60) {
                 continue;
             }
+            // garbd takes no clients.
+            if self.members[i].is_arbitrator() {
+                continue;
+            }
             let token = self.next_token;
             self.next_token += 1;
             let ws = self.writeset(i, token);
@@ -438,7 +472,8 @@ impl Sim {
         // (Galera's rule too): not a fault the run recovers from.
         let may_go = live.len() == n && !self.decides_quorum(victim);
         let fault = match self.rng.below(6) {
-            0 if may_go => Fault::Diverge,
+            // An arbitrator applies nothing, so it cannot diverge.
+            0 if may_go && !self.members[victim].is_arbitrator() => Fault::Diverge,
             0 => Fault::None,
             1 => Fault::Partition,
             2 => Fault::Freeze,
@@ -540,7 +575,8 @@ impl Sim {
         let taken: Vec<usize> = (0..i).filter(|j| !self.crashed[*j]).map(|j| self.members[j].election_tick()).collect();
         let election = distinct_election(&mut self.rng, &taken);
         let now = at(self.base, self.now);
-        self.members.push(Driven::new(i, election, self.rng.between(2, 8) as usize, false, weight, previous, now, self.segmented));
+        let traits = Traits { weight, segmented: self.segmented, arbitrator: false };
+        self.members.push(Driven::new(i, election, self.rng.between(2, 8) as usize, false, traits, previous, now));
         self.frozen_until.push(0);
         self.crashed.push(false);
         self.waiting.push(HashMap::new());
