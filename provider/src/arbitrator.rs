@@ -5,8 +5,9 @@
 //! It joins as any member does, then moves itself from joiner to synced at
 //! once: it needs no state transfer, as Galera's garbd joins with a trivial
 //! one. The group knows it for what it is (`MemberInfo::arbitrator`): it
-//! never leads (its election timer never runs out), never donates, is never
-//! handed leadership, and has no say in consistency votes. It receives
+//! leads only when no data member can win an election, and then only to
+//! hand leadership over (`group::campaigns_last`); it never donates, is
+//! never handed leadership, and has no say in consistency votes. It receives
 //! every ordered writeset, as Galera's does, and drops it.
 
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
@@ -225,7 +226,8 @@ impl Delivery for Steps {
         self.step();
     }
 
-    /// Only a leader sends snapshots, and an arbitrator never leads.
+    /// An arbitrator's log never gives raft-rs a snapshot to send (see
+    /// `GroupLog::refuse_snapshots`), so this is kept for compaction only.
     fn snapshot(&mut self) -> Vec<u8> {
         Vec::new()
     }

@@ -35,8 +35,9 @@ pub struct MemberInfo {
     pub incoming: String,
     /// Where the group transport listens (`host:port`).
     pub address: String,
-    /// A voting member that keeps no data (`garbd`): it never leads,
-    /// donates or takes part in consistency votes. Not part of
+    /// A voting member that keeps no data (`garbd`): it leads only to hand
+    /// over (see `driver::campaigns_last`), and never donates or takes
+    /// part in consistency votes. Not part of
     /// `encode_member` (views in the gcache keep that form): the join
     /// request, the `Add` entry and snapshots carry it (see there).
     pub arbitrator: bool,

@@ -260,7 +260,7 @@ impl Driver {
             l.next_step = next_step;
         }
         let leader = self.incarnation.raw.raft.state == StateRole::Leader;
-        // An arbitrator never leads: it holds no data to serve joiners.
+        // Never to an arbitrator: it holds no data to serve joiners.
         let other_voter = self.state.members().iter().find(|m| m.voter && !m.info.arbitrator && m.info.id != self.me.id).map(|m| m.info.id.raft_id());
         if let Some(to) = other_voter.filter(|_| leader) {
             self.incarnation.raw.transfer_leader(to);

@@ -236,7 +236,8 @@ pub struct Traits {
     pub weight: u32,
     /// In a segment by the parity of its index (see `Sim::segmented`).
     pub segmented: bool,
-    /// An arbitrator (garbd): votes, never leads, takes no writes.
+    /// An arbitrator (garbd): votes, leads only to hand over, takes no
+    /// writes.
     pub arbitrator: bool,
 }
 
