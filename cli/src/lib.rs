@@ -4,4 +4,5 @@
 pub mod bench;
 pub mod cluster;
 pub mod conformance;
+pub mod options;
 pub mod workload;

@@ -8,6 +8,7 @@ fn main() -> ExitCode {
         Some("bench") => lockstep_cli::bench::cli::main(&args[1..]),
         Some("cluster") => lockstep_cli::cluster::cli::main(&args[1..]),
         Some("conformance") => lockstep_cli::conformance::cli::main(&args[1..]),
+        Some("options") => lockstep_cli::options::main(&args[1..]),
         _ => {
             eprintln!("{}", USAGE);
             ExitCode::from(2)
@@ -20,4 +21,5 @@ const USAGE: &str = "usage: lockstep <command> [args]
 commands:
   bench                        sysbench on 3-node clusters: Galera vs lockstep, side by side
   cluster up|status|sql|down   a local cluster of mariadbd processes
-  conformance                  run MariaDB's mtr galera/wsrep suites";
+  conformance                  run MariaDB's mtr galera/wsrep suites
+  options                      the provider options, and which ones lockstep acts on";
