@@ -1151,9 +1151,13 @@ impl Driver {
         if !forced && !self.reforms_by_weight() {
             return self.lose_primary();
         }
-        if forced {
+        if forced && self.policy.ignore_sb && standing == super::weights::Standing::Split {
             // Galera's wording (mtr suppresses it): the operator chose this.
             log::warning!("Ignoring possible split-brain (allowed by configuration) from view: this side stands {:?} in the last primary view", standing);
+        } else if forced {
+            // pc.ignore_quorum, in Galera's words too (galera_allowlist
+            // suppresses exactly this).
+            log::warning!("Ignoring lack of quorum (allowed by configuration) from view: this side stands {:?} in the last primary view", standing);
         } else {
             log::info!("this node alone weighs more than half of the last primary view: it forms the primary component");
         }
