@@ -83,10 +83,11 @@ pub(crate) enum Command {
 /// How long a departed member stays reachable, so that the notice of its
 /// removal gets through before its link is dropped.
 const FORGET_AFTER: Duration = Duration::from_secs(2);
-/// A relay of another segment must have been heard this recently: five
-/// heartbeat rounds, so that one late answer does not move the relay,
-/// while a relay that froze starves its segment for half a second only.
-const RELAY_HEARD_WITHIN: Duration = Duration::from_millis(500);
+/// A member keeps up (`Driver::keeps_up`, for a relay or a new leader)
+/// only if heard this recently: five heartbeat rounds, so that one late
+/// answer does not move a relay, while a relay that froze starves its
+/// segment for half a second only.
+const KEEPS_UP_HEARD_WITHIN: Duration = Duration::from_millis(500);
 
 /// How many removed members are remembered, to tell one that comes back
 /// (a resumed SIGSTOP) that it is out.
@@ -764,11 +765,24 @@ impl Driver {
         }
         for (&id, pr) in raft.prs().iter() {
             let Some(segment) = self.net.segment(id).filter(|s| *s != mine) else { continue };
-            if id != self.me.id.raft_id() && pr.state == ProgressState::Replicate && self.liveness.heard_within(id, now, RELAY_HEARD_WITHIN) {
+            if id != self.me.id.raft_id() && self.keeps_up(id, pr, now) {
                 relays.entry(segment).and_modify(|r: &mut u64| *r = (*r).min(id)).or_insert(id);
             }
         }
         relays
+    }
+
+    /// Replaces the Raft node (a reform or a rejoin); an arbitrator's log
+    /// stays one that sends no snapshot.
+    pub(super) fn next_incarnation(&mut self, raw: RawNode<GroupLog>) {
+        self.incarnation = self.incarnation.next(arbitrator_log(raw, self.me.arbitrator));
+    }
+
+    /// Whether the member `id` (its progress `pr`, as this leader tracks
+    /// it) receives appends as they come and answers: a relay, or a
+    /// leader to hand over to (see `placement`).
+    pub(super) fn keeps_up(&self, id: u64, pr: &raft::Progress, now: Instant) -> bool {
+        pr.state == ProgressState::Replicate && self.liveness.heard_within(id, now, KEEPS_UP_HEARD_WITHIN)
     }
 
     fn send_relayed(&mut self, via: u64, msgs: Vec<Message>) {
@@ -1123,7 +1137,7 @@ impl Driver {
         // old one (see GroupLog::continuing).
         let (last, term) = (self.incarnation.raw.raft.raft_log.last_index(), self.incarnation.raw.raft.term);
         match raft_node_continuing(&self.raft_config, last.max(self.applying), term) {
-            Ok(raw) => self.incarnation = self.incarnation.next(arbitrator_log(raw, self.me.arbitrator)),
+            Ok(raw) => self.next_incarnation(raw),
             Err(e) => return log::error!("pc.bootstrap: cannot start a new raft group: {}", e),
         }
         log::info!("forming a primary component of this node alone at {}:{}", self.state.history(), self.state.seqno());
@@ -1313,8 +1327,8 @@ pub fn campaigns_last(config: raft::Config) -> raft::Config {
     raft::Config { min_election_tick: 3 * election, max_election_tick: 4 * election, ..config }
 }
 
-/// Installs `raw` as an arbitrator's when `arbitrator` (see `campaigns_last`).
-pub(super) fn arbitrator_log(raw: RawNode<GroupLog>, arbitrator: bool) -> RawNode<GroupLog> {
+/// Makes `raw` an arbitrator's when `arbitrator` (see `campaigns_last`).
+fn arbitrator_log(raw: RawNode<GroupLog>, arbitrator: bool) -> RawNode<GroupLog> {
     if arbitrator {
         raw.store().refuse_snapshots();
     }

@@ -187,7 +187,7 @@ impl Driver {
         self.recovery = None;
         let id = self.me.id.raft_id();
         match super::driver::raft_node_with(&self.raft_config, vec![id]) {
-            Ok(raw) => self.incarnation = self.incarnation.next(super::driver::arbitrator_log(raw, self.me.arbitrator)),
+            Ok(raw) => self.next_incarnation(raw),
             Err(e) => return log::error!("cannot start the raft node to recover the component: {}", e),
         }
         log::info!(
@@ -380,7 +380,7 @@ impl Driver {
         let committed = self.incarnation.raw.raft.raft_log.committed.max(self.applying);
         self.vote_floor = self.vote_floor.max(committed);
         match super::driver::raft_node_with(&self.raft_config, vec![]) {
-            Ok(raw) => self.incarnation = self.incarnation.next(super::driver::arbitrator_log(raw, self.me.arbitrator)),
+            Ok(raw) => self.next_incarnation(raw),
             Err(e) => return log::error!("cannot restart the raft node to rejoin: {}", e),
         }
         for client in self.proposals.abandon() {

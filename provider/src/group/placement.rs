@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use raft::{ProgressState, StateRole};
+use raft::StateRole;
 
 use super::driver::Driver;
 use super::state::GroupEvent;
@@ -150,9 +150,8 @@ impl Driver {
         if m.info.id == self.me.id {
             return Candidate { id: m.info.id, segment: Some(self.net.own_segment()), eligible: false };
         }
-        let keeps_up = self.incarnation.raw.raft.prs().get(id).is_some_and(|pr| pr.state == ProgressState::Replicate);
-        let answers = self.liveness.heard_within(id, now, WINDOW / 20);
-        Candidate { id: m.info.id, segment: self.net.segment(id), eligible: m.voter && !m.info.arbitrator && keeps_up && answers }
+        let keeps_up = self.incarnation.raw.raft.prs().get(id).is_some_and(|pr| self.keeps_up(id, pr, now));
+        Candidate { id: m.info.id, segment: self.net.segment(id), eligible: m.voter && !m.info.arbitrator && keeps_up }
     }
 }
 
