@@ -249,9 +249,7 @@ impl BenchSpec {
         for option in &self.provider_options {
             spec = spec.provider_option(option.clone());
         }
-        // An explicit --provider-option gmcast.segment=K puts every node in
-        // K: the same delays without segments, to compare.
-        let given = self.provider_options.iter().any(|o| o.trim_start().starts_with("gmcast.segment"));
+        let given = self.segment_option_given();
         for node in (1..=self.nodes).filter(|n| !given && self.segment_of(*n) > 0) {
             spec = spec.node_provider_option(node, format!("gmcast.segment={}", self.segment_of(node)));
         }
@@ -261,6 +259,22 @@ impl BenchSpec {
     /// Node `node`'s segment (1-based nodes): consecutive nodes share one.
     pub fn segment_of(&self, node: usize) -> usize {
         (node - 1) * self.segments / self.nodes.max(1)
+    }
+
+    /// An explicit --provider-option gmcast.segment=K puts every node in
+    /// K: the same delays without segments, to compare.
+    pub fn segment_option_given(&self) -> bool {
+        self.provider_options.iter().any(|o| o.trim_start().starts_with("gmcast.segment"))
+    }
+
+    /// Node `node`'s side for the WAN proxy (0: a caller it does not
+    /// know): its segment, or, without segments, the last node alone.
+    pub fn wan_side(&self, node: usize) -> usize {
+        match (node, self.segments > 1) {
+            (0, _) => 0,
+            (n, true) => self.segment_of(n),
+            (n, false) => usize::from(n == self.nodes),
+        }
     }
 
     /// Catches mistakes before the first cluster starts.
@@ -419,6 +433,18 @@ mod tests {
         assert!(Target::parse("every").is_err());
         assert_eq!(Target::All.nodes(3), [1, 2, 3]);
         assert_eq!(Target::Node(2).nodes(3), [2]);
+    }
+
+    #[test]
+    fn segments_split_consecutive_nodes_and_set_the_wan_sides() {
+        let mut spec = BenchSpec { nodes: 4, ..BenchSpec::default() };
+        assert_eq!((0..=4).map(|n| spec.wan_side(n)).collect::<Vec<_>>(), [0, 0, 0, 0, 1], "the last node alone");
+        spec.segments = 2;
+        assert_eq!((0..=4).map(|n| spec.wan_side(n)).collect::<Vec<_>>(), [0, 0, 0, 1, 1]);
+        assert_eq!(spec.cluster_spec(0).node_extra[&3].provider, ["gmcast.segment=1"]);
+        assert!(!spec.cluster_spec(0).node_extra.contains_key(&2));
+        spec.provider_options.push("gmcast.segment=0".into());
+        assert!(spec.segment_option_given() && !spec.cluster_spec(0).node_extra.contains_key(&3), "the same delays without segments");
     }
 
     #[test]

@@ -71,7 +71,7 @@ fn header(spec: &BenchSpec, wall: Duration) -> String {
         }
         None => {}
     }
-    if spec.segments > 1 && spec.provider_options.iter().any(|o| o.trim_start().starts_with("gmcast.segment")) {
+    if spec.segments > 1 && spec.segment_option_given() {
         let _ = writeln!(out, "gmcast.segment given for every node: the segments above are delays only");
     }
     let _ = writeln!(

@@ -136,8 +136,7 @@ fn set_up(
         .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     let mut cluster_spec = spec.cluster_spec(index);
     let proxy = match spec.wan_delay_ms {
-        Some(ms) if spec.segments > 1 => Some(super::wan::wire(&mut cluster_spec, ms, |n| if n == 0 { 0 } else { spec.segment_of(n) })?),
-        Some(ms) => Some(super::wan::wire(&mut cluster_spec, ms, |n| usize::from(n == spec.nodes))?),
+        Some(ms) => Some(super::wan::wire(&mut cluster_spec, ms, |n| spec.wan_side(n))?),
         None => None,
     };
     say(&format!(
