@@ -17,7 +17,11 @@ const VERSION: u8 = 2;
 
 impl Certification {
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![VERSION];
+        // Sized up front: the index can hold millions of keys, and a
+        // snapshot is taken while certification waits for this lock.
+        let keys: usize = self.certified.values().map(|c| c.keys.len()).sum();
+        let mut out = Vec::with_capacity(29 + self.certified.len() * 29 + keys * 9 + 4 + self.streaming.len() * 32);
+        out.push(VERSION);
         for v in [self.position, self.floor, self.last_pa_unsafe] {
             out.extend_from_slice(&v.to_le_bytes());
         }

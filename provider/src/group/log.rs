@@ -87,6 +87,11 @@ impl GroupLog {
     pub fn keep_from(&self, applied: u64, entries: u64, bytes: u64) -> u64 {
         let first = self.mem.first_index().unwrap_or(1);
         let low = applied.saturating_sub(entries).max(first);
+        if low > applied {
+            // Nothing applied since the last compaction: MemStorage
+            // panics on an empty range of an empty log.
+            return low;
+        }
         let Ok(kept) = self.mem.entries(low, applied + 1, None, GetEntriesContext::empty(false)) else { return low };
         let mut held = 0u64;
         for e in kept.iter().rev() {

@@ -53,7 +53,7 @@ pub use log::GroupLog;
 pub use entry::{IstRequest, MemberInfo, Transition};
 pub use state::{DonorError, GroupEvent, GroupState, MemberState, View};
 
-pub(crate) use driver::{Command, Counters, Driver, DriverConfig, Limits, Start};
+pub(crate) use driver::{Command, Counters, Driver, DriverConfig, Limits, Retention, Start};
 pub use flow_control::Signal;
 use entry::Entry;
 

@@ -344,6 +344,35 @@ fn a_member_cut_off_past_the_timeout_is_removed_told_so_when_it_is_back_and_join
     }
 }
 
+/// A member that falls behind for less than the suspect timeout catches up
+/// from the leader's log, which keeps what it lacks past the snapshots in
+/// between: a snapshot would cost it a state transfer.
+#[test]
+fn a_member_cut_off_briefly_catches_up_from_the_log_kept_for_it() {
+    let (a, b, c) = three_voters();
+    std::thread::sleep(Duration::from_millis(500));
+    c.group.isolate(true);
+    // Several snapshots' worth (64 entries each in tests, 16 kept).
+    for i in 1..=300u64 {
+        a.group.propose(i, |buf| buf.extend_from_slice(&i.to_le_bytes()), 8).unwrap();
+    }
+    assert_eq!(ordered_of(&b, 300).len(), 300);
+    c.group.isolate(false);
+    let mut got = 0;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while got < 300 && Instant::now() < deadline {
+        match c.rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(GroupEvent::Ordered { .. }) => got += 1,
+            Ok(e @ GroupEvent::Restored { .. }) => panic!("c caught up by snapshot after {} entries: {:?}", got, e),
+            _ => {}
+        }
+    }
+    assert_eq!(got, 300);
+    for m in [&a, &b, &c] {
+        m.group.stop();
+    }
+}
+
 /// Two voters: `a` bootstraps and leads, `b` joins and is promoted; the
 /// last primary view (of both) is returned.
 fn two_voters() -> (Member, Member, View) {

@@ -22,7 +22,7 @@ use crate::group::io::{Clock, Links};
 use crate::group::liveness::Timeouts;
 use crate::group::quorum::Policy;
 use crate::group::recovery::Previous;
-use crate::group::{self, Command, Counters, Delivery, Driver, DriverConfig, FlowGate, GroupEvent, GroupLog, GroupState, Limits, MemberState, Signal, Start};
+use crate::group::{self, Command, Counters, Delivery, Driver, DriverConfig, FlowGate, GroupEvent, GroupLog, GroupState, Limits, MemberState, Retention, Signal, Start};
 use crate::gtid::{Seqno, Uuid, SEQNO_UNDEFINED};
 use crate::transport::{Inbound, PeerId};
 use crate::writeset::WriteSet;
@@ -355,7 +355,13 @@ impl Driven {
             // pieces of a few bytes, so that pieces of several writesets
             // interleave in the log and cross leader changes, partitions
             // and snapshots.
-            limits: Limits { piece: if index % 5 == 2 { 32 } else { Limits::default().piece }, snapshot_every: 64, log_keep: 16 },
+            limits: Limits {
+                piece: if index % 5 == 2 { 32 } else { Limits::default().piece },
+                snapshot_every: 64,
+                snapshot_bytes: 4096,
+                log_keep: Retention { entries: 16, bytes: 1024 },
+                log_hold: Retention { entries: 128, bytes: 16384 },
+            },
         };
         let position = match (&previous, bootstrap) {
             (Some(p), _) => p.position.1,
