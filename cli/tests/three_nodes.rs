@@ -4,6 +4,9 @@
 mod common;
 
 use common::*;
+use lockstep_cli::cluster::Node;
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -35,6 +38,13 @@ fn three_nodes_replicate_and_a_killed_node_rejoins() {
             seqnos.iter().all(|s| *s == seqnos[0])
         })
         .unwrap();
+
+    check_exporter_names(cluster.node(1));
+    if cluster.spec().provider == lockstep_cli::cluster::Provider::Lockstep {
+        for node in cluster.nodes() {
+            check_metrics_endpoint(node);
+        }
+    }
 
     // A crash: the others drop node 3 from the primary component.
     let killed_at = Instant::now();
@@ -80,4 +90,80 @@ fn three_nodes_replicate_and_a_killed_node_rejoins() {
             .unwrap(),
         [["2"]]
     );
+}
+
+/// `GET /metrics` from 127.0.0.1:`port`, the body once it answers 200.
+fn http_metrics(port: u16, within: Duration) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        let reply = std::net::TcpStream::connect(("127.0.0.1", port)).and_then(|mut s| {
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
+            let mut out = String::new();
+            s.read_to_string(&mut out)?;
+            Ok(out)
+        });
+        match reply {
+            Ok(r) if r.starts_with("HTTP/1.1 200") || r.starts_with("HTTP/1.0 200") => {
+                return r.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default();
+            }
+            other if Instant::now() > deadline => panic!("no metrics on port {port}: {other:?}"),
+            _ => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+/// lockstep's endpoint (`lockstep.metrics_addr`, which `lockstep cluster`
+/// sets): Prometheus' own Python parser (Debian's python3-prometheus-client)
+/// reads it, and it has the state, a text value and the latency histogram.
+fn check_metrics_endpoint(node: Node) {
+    let body = http_metrics(node.ports().metrics, Duration::from_secs(5));
+    assert!(body.contains("\nmysql_global_status_wsrep_local_state 4\n"), "{}: {body}", node.name());
+    assert!(body.contains("mysql_global_status_wsrep_local_state_comment_text_info{value=\"Synced\"} 1"), "{body}");
+    assert!(body.contains("mysql_global_status_wsrep_cluster_status_text_info{value=\"Primary\"} 1"), "{body}");
+    assert!(body.contains("lockstep_repl_latency_seconds_bucket{le="), "{body}");
+    let parse = "import sys\n\
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as om\n\
+from prometheus_client.parser import text_string_to_metric_families as prom\n\
+t = sys.stdin.read()\n\
+print(len(list(om(t))), len(list(prom(t))))\n";
+    // Debian's python3, where the package installs the module.
+    let mut py = Command::new("/usr/bin/python3")
+        .args(["-c", parse])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("/usr/bin/python3 (Debian's python3 with python3-prometheus-client)");
+    py.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+    let out = py.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}: the parser refused the page: {}", node.name(), String::from_utf8_lossy(&out.stderr));
+    eprintln!("{}: metrics parsed, families (OpenMetrics, classic): {}", node.name(), String::from_utf8_lossy(&out.stdout).trim());
+}
+
+/// Debian's mysqld_exporter against `node`: every wsrep and galera metric
+/// it gives for a Galera node (the fixture, recorded on Galera) it gives
+/// for this node too.
+fn check_exporter_names(node: Node) {
+    let port = node.ports().metrics + 1;
+    let mut exporter = Command::new("prometheus-mysqld-exporter")
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .env("DATA_SOURCE_NAME", format!("root@unix({})/", node.socket().display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("prometheus-mysqld-exporter (Debian's prometheus-mysqld-exporter)");
+    let body = std::panic::catch_unwind(|| http_metrics(port, Duration::from_secs(10)));
+    let _ = exporter.kill();
+    let _ = exporter.wait();
+    let body = body.unwrap_or_else(|_| panic!("mysqld_exporter never answered on port {port}"));
+    assert!(body.contains("\nmysql_up 1\n"), "the exporter cannot reach {}", node.name());
+    let names: std::collections::BTreeSet<&str> = body
+        .lines()
+        .filter(|l| l.starts_with("mysql_global_status_wsrep_") || l.starts_with("mysql_galera_"))
+        .map(|l| l.split(['{', ' ']).next().unwrap_or_default())
+        .collect();
+    let fixture = include_str!("fixtures/exporter-galera-names.txt");
+    let missing: Vec<&str> = fixture.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).filter(|n| !names.contains(n)).collect();
+    assert!(missing.is_empty(), "{}: the exporter gives Galera's {:?} but not this node's", node.name(), missing);
+    eprintln!("{}: mysqld_exporter gives {} wsrep/galera metrics, every one Galera's node gives", node.name(), names.len());
 }

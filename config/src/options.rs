@@ -359,6 +359,9 @@ registry! {
     LockstepMaxLagMs LOCKSTEP_MAX_LAG_MS IntKey = "lockstep.max_lag_ms", dec(0, MAX), shown("0"),
         Dynamic, Verbatim, false, true,
         "lockstep: longest a write set may wait between being ordered and being committed on any member, in ms; flow control holds writers to it (0: off)";
+    LockstepMetricsAddr LOCKSTEP_METRICS_ADDR StrKey = "lockstep.metrics_addr", Kind::Str,
+        shown(""), Static, Verbatim, false, true,
+        "lockstep: host:port where this node serves Prometheus metrics on GET /metrics (empty: off)";
     PcAnnounceTimeout PC_ANNOUNCE_TIMEOUT DurationKey = "pc.announce_timeout", DUR,
         shown("PT3S"), Static, Verbatim, false, false, "Wait for peers at startup";
     PcBootstrap PC_BOOTSTRAP BoolKey = "pc.bootstrap", BOOL, hidden("no"), Action, Verbatim,
@@ -573,6 +576,7 @@ mod tests {
                 "ist.recv_bind",
                 "lockstep.debug_hang_appliers",
                 "lockstep.max_lag_ms",
+                "lockstep.metrics_addr",
                 "pc.bootstrap",
                 "pc.ignore_quorum",
                 "pc.ignore_sb",

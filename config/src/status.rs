@@ -115,6 +115,7 @@ status_vars! {
     ApplyLagMs = "apply_lag_ms", Int64, "lockstep: how long the oldest write set ordered but not yet committed on this node has waited, in ms (0: none waits)";
     ClusterApplyLagMs = "cluster_apply_lag_ms", Int64, "lockstep: the largest apply_lag_ms among the members, as each reports it every 250 ms (reports older than 2 s left out)";
     ApplyStalled = "apply_stalled", String, "lockstep: ON while this node's appliers have committed nothing for evs.suspect_timeout with write sets waiting and nothing pausing them: it no longer counts for flow control, and leaves the cluster after evs.inactive_timeout";
+    LeaderIndex = "leader_index", Int64, "lockstep: index in this node's view of the member that orders write sets (the Raft leader); -1 when none is known";
 }
 
 /// Galera 26.4.23 has the first this many, in this order; lockstep's own

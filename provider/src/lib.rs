@@ -14,6 +14,7 @@
 //! * `transfer`    SST coordination and IST
 //! * `sim`         deterministic simulation of several members' core
 //! * [`arbitrator`] a voting member without data: what `garbd` runs
+//! * `metrics`     the Prometheus endpoint (`lockstep.metrics_addr`)
 //! * `wire`        the bounds-checked reader every binary format uses
 //!
 //! The one registry of provider options and status variables is its own
@@ -27,6 +28,7 @@ pub mod writeset;
 pub mod monitor;
 pub mod group;
 pub mod log;
+pub mod metrics;
 pub mod node;
 pub mod transport;
 pub mod gcache;

@@ -25,7 +25,8 @@ options (up):
   --nodes N                 number of nodes (default 1)
   --provider P              lockstep (liblockstep.so next to this binary), galera
                             (/usr/lib/galera/libgalera_smm.so), or a library path (default lockstep)
-  --base-port P             node N uses P+10(N-1) (client), +1 (gcomm), +2 (IST), +3 (SST); default 24000
+  --base-port P             node N uses P+10(N-1) (client), +1 (gcomm), +2 (IST), +3 (SST),
+                            +4 (lockstep's metrics, http://127.0.0.1:PORT/metrics); default 24000
   --name NAME               wsrep_cluster_name (default lockstep)
   --slave-threads N         wsrep_slave_threads (default 2)
   --mysqld-option K=V       extra [mysqld] option for every node (repeatable)
@@ -204,7 +205,7 @@ fn run(command: Command) -> Result<ExitCode> {
 }
 
 fn up(spec: ClusterSpec) -> Result<ExitCode> {
-    let last_port = spec.base_port + spec.nodes as u16 * PORTS_PER_NODE - 7;
+    let last_port = spec.base_port + spec.nodes as u16 * PORTS_PER_NODE - 6;
     say(&format!(
         "starting {} node(s) in {} (provider {}, ports {}-{last_port})\n",
         spec.nodes,

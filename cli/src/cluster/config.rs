@@ -1,6 +1,6 @@
 //! The my.cnf of one node: pure text generation from the spec.
 
-use super::spec::{ClusterSpec, ExtraOptions};
+use super::spec::{ClusterSpec, ExtraOptions, Provider};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -101,6 +101,11 @@ pub fn provider_options(spec: &ClusterSpec, node: usize, node_extra: &ExtraOptio
         format!("ist.recv_addr=127.0.0.1:{}", ports.ist),
         DEFAULT_GCACHE.to_string(),
     ];
+    if spec.provider == Provider::Lockstep {
+        // Galera refuses options it does not know; a library given by path
+        // may be an older lockstep that does not know this one either.
+        options.push(format!("lockstep.metrics_addr=127.0.0.1:{}", ports.metrics));
+    }
     for option in spec.extra.provider.iter().chain(&node_extra.provider) {
         set_option(&mut options, option);
     }

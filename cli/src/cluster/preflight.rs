@@ -78,7 +78,7 @@ pub fn port_is_free(port: u16) -> bool {
     TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
 
-/// Checks the four ports of `node`.
+/// Checks the ports of `node`.
 pub fn check_ports(spec: &ClusterSpec, node: usize) -> Result<()> {
     for (role, port) in spec.ports(node).all() {
         if !port_is_free(port) {

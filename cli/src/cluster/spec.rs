@@ -151,22 +151,25 @@ impl Default for ClusterSpec {
     }
 }
 
-/// The four ports of one node.
+/// The ports of one node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ports {
     pub client: u16,
     pub gcomm: u16,
     pub ist: u16,
     pub sst: u16,
+    /// lockstep's metrics endpoint (`lockstep.metrics_addr`).
+    pub metrics: u16,
 }
 
 impl Ports {
-    pub fn all(&self) -> [(&'static str, u16); 4] {
+    pub fn all(&self) -> [(&'static str, u16); 5] {
         [
             ("client", self.client),
             ("gcomm", self.gcomm),
             ("IST", self.ist),
             ("SST", self.sst),
+            ("metrics", self.metrics),
         ]
     }
 }
@@ -244,6 +247,7 @@ impl ClusterSpec {
             gcomm: base + 1,
             ist: base + 2,
             sst: base + 3,
+            metrics: base + 4,
         }
     }
 
@@ -351,7 +355,8 @@ mod tests {
                 client: 24000,
                 gcomm: 24001,
                 ist: 24002,
-                sst: 24003
+                sst: 24003,
+                metrics: 24004
             }
         );
         assert_eq!(
@@ -360,7 +365,8 @@ mod tests {
                 client: 24020,
                 gcomm: 24021,
                 ist: 24022,
-                sst: 24023
+                sst: 24023,
+                metrics: 24024
             }
         );
     }

@@ -19,6 +19,8 @@ pub struct Provider {
     pub node: Arc<Node>,
     config: Mutex<Config>,
     stats: Mutex<HashMap<usize, StatsArray>>,
+    /// `lockstep.metrics_addr`'s endpoint, stopped with the provider.
+    _metrics: Option<crate::metrics::MetricsServer>,
 }
 
 /// One `stats_get` result: the C array and the strings it points into.
@@ -75,8 +77,9 @@ impl Provider {
             allow: Arc::new(|ip: &str| super::loader::allowed(ip)),
             isolation: Some(&super::loader::ISOLATION),
         };
-        let node = Node::new(init, Box::new(ServerCallbacks::new(args)));
-        Ok(Provider { node: Arc::new(node), config: Mutex::new(config), stats: Mutex::new(HashMap::new()) })
+        let node = Arc::new(Node::new(init, Box::new(ServerCallbacks::new(args))));
+        let metrics = start_metrics(&config, &node);
+        Ok(Provider { node, config: Mutex::new(config), stats: Mutex::new(HashMap::new()), _metrics: metrics })
     }
 
     /// `options_set`: applies the pairs in order, acts on what changed, and
@@ -163,6 +166,20 @@ impl Provider {
     pub fn stats_free(&self, ptr: *mut wsrep_stats_var) {
         if lock(&self.stats).remove(&(ptr as usize)).is_none() && !ptr.is_null() {
             log::warning!("stats_free: unknown array {:p}", ptr);
+        }
+    }
+}
+
+/// The metrics endpoint, if `lockstep.metrics_addr` asks for one. An
+/// address that cannot be served is logged and replication goes on
+/// without it: the node matters more than its dashboard.
+fn start_metrics(config: &Config, node: &Arc<Node>) -> Option<crate::metrics::MetricsServer> {
+    let addr = config.str(keys::LOCKSTEP_METRICS_ADDR).filter(|a| !a.is_empty())?;
+    match crate::metrics::MetricsServer::start(addr, Arc::downgrade(node)) {
+        Ok(server) => Some(server),
+        Err(e) => {
+            log::error!("lockstep.metrics_addr={}: cannot serve metrics there: {}; going on without them", addr, e);
+            None
         }
     }
 }

@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
 pub use settings::Settings;
-pub use stats::StatValue;
+pub use stats::{ClusterStatus, StatValue};
 pub use types::{Application, Handle, KeyParts, Meta, Opaque, RecvCtx, Status, Stid, CONN_NONE, TRX_NONE};
 
 use crate::cert::Certification;

@@ -26,6 +26,16 @@ pub(super) struct Counters {
     pub causal_reads: AtomicU64,
 }
 
+/// The server's view-derived status variables, as the provider knows them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterStatus {
+    pub status: &'static str,
+    pub size: i64,
+    pub conf_id: i64,
+    pub local_index: i64,
+    pub state_uuid: String,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum StatValue {
     Str(String),
@@ -124,7 +134,41 @@ impl Shared {
             (V::ApplyLagMs, Int(lag_ms)),
             (V::ClusterApplyLagMs, Int(self.cluster_apply_lag_ms(lag_ms))),
             (V::ApplyStalled, Str(if self.apply_stalled.load(std::sync::atomic::Ordering::SeqCst) { "ON" } else { "OFF" }.into())),
+            (V::LeaderIndex, Int(self.leader_index(view.as_ref()))),
         ]
+    }
+
+    /// The view as the server shows it in its own status variables
+    /// (`wsrep_cluster_status`, `wsrep_cluster_size`, ...), which are not
+    /// the provider's: for the metrics endpoint.
+    pub fn cluster_status(&self) -> ClusterStatus {
+        let st = self.status();
+        let status = match &st.view {
+            None => "Disconnected",
+            Some(v) if v.primary => "Primary",
+            Some(_) => "non-Primary",
+        };
+        let v = st.view.as_ref();
+        ClusterStatus {
+            status,
+            size: v.map_or(0, |v| v.members.len() as i64),
+            conf_id: v.map_or(-1, |v| v.conf_id),
+            local_index: v.map_or(-1, |v| v.my_idx as i64),
+            state_uuid: st.history.to_string(),
+        }
+    }
+
+    /// Every local writeset's time from proposal to ordering, as a
+    /// histogram (`wsrep_evs_repl_latency` gives its moments only).
+    pub fn repl_latency_histogram(&self) -> prometheus_client::metrics::histogram::Histogram {
+        self.repl_latency.histogram()
+    }
+
+    /// `wsrep_leader_index`: where the leader the group knows is in `view`.
+    fn leader_index(&self, view: Option<&crate::group::View>) -> i64 {
+        let leader = self.group().map_or(0, |g| g.leader());
+        let at = view.and_then(|v| v.members.iter().position(|m| leader != 0 && m.id.raft_id() == leader));
+        at.map_or(-1, |i| i as i64)
     }
 
     /// FLUSH STATUS.

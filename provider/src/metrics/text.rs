@@ -1,0 +1,116 @@
+//! What `GET /metrics` returns: every status variable under the name
+//! mysqld_exporter gives it (`mysql_global_status_wsrep_<name>`, so that
+//! a dashboard reads either source), text values as info metrics with the
+//! text in a label (`..._<name>_text_info{value="Synced"}`; the exporter
+//! drops them), the view-derived variables
+//! the server computes itself, and the replication latency as a
+//! histogram. Encoded by the Prometheus client's OpenMetrics encoder.
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+use crate::node::{Node, StatValue};
+
+const PREFIX: &str = "mysql_global_status_wsrep_";
+
+/// The page for `node` now.
+pub fn render(node: &Node) -> String {
+    let mut reg = Registry::default();
+    for (var, value) in node.stats() {
+        let name = format!("{PREFIX}{}", var.name().to_ascii_lowercase());
+        add(&mut reg, &name, var.doc(), &value);
+    }
+    let c = node.cluster_status();
+    let server: [(&str, &str, StatValue); 5] = [
+        ("cluster_status", "Primary, non-Primary or Disconnected, as the server shows it", StatValue::Str(c.status.into())),
+        ("cluster_size", "Members in this node's view", StatValue::Int(c.size)),
+        ("cluster_conf_id", "Primary views seen by the cluster (-1: none)", StatValue::Int(c.conf_id)),
+        ("local_index", "This node's index in its view", StatValue::Int(c.local_index)),
+        ("cluster_state_uuid", "UUID of the history the view belongs to", StatValue::Str(c.state_uuid)),
+    ];
+    for (name, help, value) in server {
+        add(&mut reg, &format!("{PREFIX}{name}"), help, &value);
+    }
+    reg.register(
+        "lockstep_repl_latency_seconds",
+        "Time from handing a local write set to the group until it is ordered",
+        node.repl_latency_histogram(),
+    );
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = encode(&mut out, &reg);
+    out
+}
+
+/// A gauge when the value reads as a number the way mysqld_exporter reads
+/// it, and an info metric for every text value.
+fn add(reg: &mut Registry, name: &str, help: &str, value: &StatValue) {
+    match number(value) {
+        // Whole numbers print as such ("4", not "4.0"), as the exporter's do.
+        Some(x) if x.fract() == 0.0 && x.abs() < (1u64 << 53) as f64 => {
+            let g = Gauge::<i64>::default();
+            g.set(x as i64);
+            reg.register(name, help, g);
+        }
+        Some(x) => {
+            let g = Gauge::<f64, AtomicU64>::default();
+            g.set(x);
+            reg.register(name, help, g);
+        }
+        None => {}
+    }
+    if let StatValue::Str(text) = value {
+        // Its own family: a gauge may already have `name`.
+        reg.register(format!("{name}_text"), help, Info::new(vec![("value".to_string(), text.clone())]));
+    }
+}
+
+/// mysqld_exporter's reading of a status value: numbers, and the words it
+/// maps (on/off, yes/no, Primary/non-Primary/Disconnected, ...).
+pub fn number(value: &StatValue) -> Option<f64> {
+    match value {
+        StatValue::Int(n) => Some(*n as f64),
+        StatValue::Double(x) => Some(*x),
+        StatValue::Str(s) => match s.to_ascii_lowercase().as_str() {
+            "yes" | "on" | "primary" => Some(1.0),
+            "no" | "off" | "disabled" | "connecting" | "non-primary" | "disconnected" => Some(0.0),
+            other => other.parse().ok(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_reads_as_the_exporter_reads_it() {
+        let s = |t: &str| number(&StatValue::Str(t.into()));
+        assert_eq!(s("Primary"), Some(1.0));
+        assert_eq!(s("non-Primary"), Some(0.0));
+        assert_eq!(s("ON"), Some(1.0));
+        assert_eq!(s("3"), Some(3.0));
+        assert_eq!(s("1.5e-05"), Some(1.5e-5));
+        assert_eq!(s("Synced"), None);
+        assert_eq!(s("0/0/0/0/0"), None);
+        assert_eq!(s(""), None);
+    }
+
+    #[test]
+    fn a_text_value_is_an_info_metric_and_a_mapped_one_a_gauge_too() {
+        let mut reg = Registry::default();
+        add(&mut reg, "mysql_global_status_wsrep_local_state_comment", "state", &StatValue::Str("Synced".into()));
+        add(&mut reg, "mysql_global_status_wsrep_cluster_status", "status", &StatValue::Str("Primary".into()));
+        add(&mut reg, "mysql_global_status_wsrep_local_state", "state", &StatValue::Int(4));
+        let mut out = String::new();
+        encode(&mut out, &reg).unwrap();
+        assert!(out.contains("mysql_global_status_wsrep_local_state_comment_text_info{value=\"Synced\"} 1"), "{out}");
+        assert!(out.contains("mysql_global_status_wsrep_cluster_status 1"), "{out}");
+        assert!(out.contains("mysql_global_status_wsrep_cluster_status_text_info{value=\"Primary\"} 1"), "{out}");
+        assert!(out.contains("mysql_global_status_wsrep_local_state 4"), "{out}");
+        assert!(out.ends_with("# EOF\n"), "{out}");
+    }
+}
