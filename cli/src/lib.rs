@@ -5,4 +5,5 @@ pub mod bench;
 pub mod cluster;
 pub mod conformance;
 pub mod options;
+pub mod top;
 pub mod workload;

@@ -46,6 +46,8 @@ fn three_nodes_replicate_and_a_killed_node_rejoins() {
         }
     }
 
+    check_top(&cluster);
+
     // A crash: the others drop node 3 from the primary component.
     let killed_at = Instant::now();
     cluster.node(3).kill().unwrap();
@@ -166,4 +168,25 @@ fn check_exporter_names(node: Node) {
     let missing: Vec<&str> = fixture.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).filter(|n| !names.contains(n)).collect();
     assert!(missing.is_empty(), "{}: the exporter gives Galera's {:?} but not this node's", node.name(), missing);
     eprintln!("{}: mysqld_exporter gives {} wsrep/galera metrics, every one Galera's node gives", node.name(), names.len());
+}
+
+/// `lockstep top --once` on the cluster: a row per node, each Synced in a
+/// primary component of 3; lockstep's rows name the leader, a watched node.
+fn check_top(cluster: &lockstep_cli::cluster::Cluster) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockstep"))
+        .args(["top", "--once", "--interval", "0.3", "--dir"])
+        .arg(cluster.dir())
+        .output()
+        .expect("lockstep top");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    for node in cluster.nodes() {
+        let row = text.lines().find(|l| l.contains(&format!("\u{2502}{} ", node.name()))).unwrap_or_else(|| panic!("no row for {}: {text}", node.name()));
+        let cells: Vec<&str> = row.trim_matches('\u{2502}').split_whitespace().collect();
+        assert_eq!(cells[1..3], ["Synced", "Primary/3"], "{row}");
+        let lockstep = cluster.spec().provider == lockstep_cli::cluster::Provider::Lockstep;
+        let leader_named = cluster.nodes().any(|n| n.name() == cells[3]);
+        assert!(if lockstep { leader_named } else { cells[3] == "-" }, "leader column: {row}");
+    }
+    eprintln!("{text}");
 }

@@ -32,7 +32,7 @@ pub mod cli;
 pub use client::{Conn, QueryResult};
 pub use launch::{Cluster, StopReport};
 pub use node::{Node, Phase, Status};
-pub use spec::{ClusterSpec, ExtraOptions, NodePaths, Ports, Provider};
+pub use spec::{ClusterSpec, ExtraOptions, NodePaths, Ports, Provider, DEFAULT_DIR};
 
 use std::fmt;
 use std::time::Duration;
