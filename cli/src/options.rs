@@ -24,12 +24,9 @@ struct Args {
 }
 
 pub fn main(args: &[String]) -> ExitCode {
-    let args = match Args::try_parse_from(std::iter::once("lockstep options".to_string()).chain(args.iter().cloned())) {
+    let args: Args = match crate::parse_args("lockstep options", args) {
         Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
-        }
+        Err(code) => return code,
     };
     let rows: Vec<&OptionSpec> = TABLE.iter().filter(|s| !(args.effective && !s.effective) && !(args.not_effective && s.effective)).collect();
     print!("{}", if args.markdown { markdown(&rows) } else { text(&rows) });

@@ -42,12 +42,9 @@ struct Args {
 }
 
 pub fn main(args: &[String]) -> ExitCode {
-    let args = match Args::try_parse_from(std::iter::once("lockstep top".to_string()).chain(args.iter().cloned())) {
+    let args: Args = match crate::parse_args("lockstep top", args) {
         Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
-        }
+        Err(code) => return code,
     };
     let sources = match sources(&args) {
         Ok(s) => s,
