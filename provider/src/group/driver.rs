@@ -1296,6 +1296,11 @@ impl Driver {
         // next append to it carries that entry's term, which a compacted
         // log cannot give, and raft-rs would send a snapshot instead.
         let Some(has) = raft.prs().iter().filter(|(id, _)| **id != me).map(|(_, pr)| pr.matched).min() else { return keep };
+        if has >= keep {
+            // Everyone has what goes (the usual case): no need to walk
+            // the log for the hold's bound.
+            return keep;
+        }
         let hold = store.keep_from(applied, self.limits.log_hold.entries, self.limits.log_hold.bytes);
         keep.min(has.max(hold))
     }
