@@ -74,12 +74,20 @@ fn yes_no(b: bool) -> &'static str {
     }
 }
 
+/// What the option does, and for one lockstep ignores, why.
+fn meaning(s: &OptionSpec) -> String {
+    match s.ignored_because() {
+        Some(why) => format!("{} (ignored: {why})", s.doc),
+        None => s.doc.to_string(),
+    }
+}
+
 fn text(rows: &[&OptionSpec]) -> String {
     let name_w = rows.iter().map(|s| s.name.len()).max().unwrap_or(4).max(4);
     let default_w = rows.iter().map(|s| default_of(s).len()).max().unwrap_or(7).clamp(7, 24);
     let mut out = format!("{:name_w$}  {:default_w$}  {:10}  {:9}  WHAT IT DOES\n", "NAME", "DEFAULT", "SET", "EFFECTIVE");
     for s in rows {
-        out += &format!("{:name_w$}  {:default_w$}  {:10}  {:9}  {}\n", s.name, default_of(s), runtime_of(s), yes_no(s.effective), s.doc);
+        out += &format!("{:name_w$}  {:default_w$}  {:10}  {:9}  {}\n", s.name, default_of(s), runtime_of(s), yes_no(s.effective), meaning(s));
     }
     out
 }
@@ -87,7 +95,7 @@ fn text(rows: &[&OptionSpec]) -> String {
 fn markdown(rows: &[&OptionSpec]) -> String {
     let mut out = String::from("| option | default | set | effective | what it does |\n|---|---|---|---|---|\n");
     for s in rows {
-        out += &format!("| `{}` | {} | {} | {} | {} |\n", s.name, default_of(s).replace('|', "\\|"), runtime_of(s), yes_no(s.effective), s.doc.replace('|', "\\|"));
+        out += &format!("| `{}` | {} | {} | {} | {} |\n", s.name, default_of(s).replace('|', "\\|"), runtime_of(s), yes_no(s.effective), meaning(s).replace('|', "\\|"));
     }
     out
 }

@@ -82,8 +82,9 @@ impl fmt::Display for Notice {
         match self {
             Notice::NotYetEffective(opt) => write!(
                 f,
-                "Parameter '{}' is accepted but not yet effective in lockstep",
-                opt.name()
+                "Parameter '{}' is accepted but not yet effective in lockstep: {}",
+                opt.name(),
+                opt.spec().ignored_because().unwrap_or("not implemented")
             ),
             Notice::Deprecated(opt) => write!(
                 f,

@@ -107,6 +107,52 @@ impl OptionSpec {
     pub fn is_hidden(&self) -> bool {
         matches!(self.default, Default::Hidden(_))
     }
+
+    /// Why lockstep accepts the option and does nothing with it (`None`
+    /// for an effective one): what a Galera user must know instead of
+    /// believing it works.
+    pub fn ignored_because(&self) -> Option<&'static str> {
+        if self.effective {
+            return None;
+        }
+        Some(match self.name {
+            "evs.send_window" | "evs.user_send_window" => {
+                "not mapped yet: Raft sends appends without a per-message window; across a WAN, segments (gmcast.segment) cut what crosses"
+            }
+            "evs.auto_evict" | "evs.delay_margin" | "evs.delayed_keep_period" | "evs.evict" => {
+                "no delayed list: a member that stops answering is removed after evs.suspect_timeout"
+            }
+            "gcache.page_size" | "gcache.keep_pages_size" => "no overflow pages: a write set larger than the ring buffer (gcache.size) is not cached",
+            "gcache.mem_size" => "deprecated by Galera; the cache is the ring buffer file alone",
+            "gcs.max_packet_size" => "lockstep cuts big write sets in pieces of its own (1 MiB Raft entries)",
+            "gcs.recv_q_hard_limit" | "gcs.recv_q_soft_limit" => "the receive queue is bounded by flow control (gcs.fc_limit, lockstep.max_lag_ms)",
+            "gcs.max_throttle" => "a state transfer does not throttle replication",
+            "gcs.fc_debug" => "flow control shows in status variables, the metrics endpoint and lockstep top, not in the log",
+            "gcs.stateless" => "Galera's garbd sets it; lockstep's garbd is a program of its own",
+            "gmcast.group" => "the group's name is wsrep_cluster_name",
+            "gmcast.mcast_addr" | "gmcast.mcast_port" | "gmcast.mcast_ttl" => "no multicast: nodes talk over TCP",
+            "gmcast.peer_addr" => "peers come from wsrep_cluster_address and the group's membership",
+            "gmcast.mira" | "gmcast.peer_timeout" | "gmcast.time_wait" => "the transport reconnects to a peer on its own schedule",
+            "pc.checksum" | "socket.checksum" => "every frame between nodes carries a CRC32-C, always",
+            "pc.announce_timeout" | "pc.wait_prim" | "pc.wait_prim_timeout" | "pc.linger" => {
+                "joining and leaving go through the Raft leader, with its own timeouts (evs.suspect_timeout)"
+            }
+            "pc.npvo" => "no conflicting primary views: Raft has one leader per term",
+            "socket.recv_buf_size" | "socket.send_buf_size" | "socket.non_blocking" | "gcomm.thread_prio" => {
+                "the kernel's defaults and the transport's own threads; not mapped"
+            }
+            "socket.ssl_compression" => "ignored by Galera too: TLS compression is unsafe",
+            "cert.length_check" => "a tuning knob of Galera's certification index; lockstep's index has no such check",
+            "ist.keep_keys" => "IST sends write sets as they were ordered, keys included",
+            "repl.key_format" | "repl.proto_max" | "evs.version" | "gmcast.version" | "pc.version" | "protonet.backend" | "protonet.version" => {
+                "a Galera protocol version or backend: lockstep has its own wire protocol"
+            }
+            n if n.starts_with("evs.") => {
+                "a knob of EVS, Galera's membership protocol: lockstep's membership is Raft's, timed by evs.suspect_timeout and evs.inactive_timeout"
+            }
+            _ => "not implemented",
+        })
+    }
 }
 
 // Short constructors so that each row fits on a few lines.
@@ -326,7 +372,7 @@ registry! {
         Verbatim, false, true,
         "Test knob: 1 cuts the node off the network, 0 reconnects, 2 makes it leave fatally";
     GmcastListenAddr GMCAST_LISTEN_ADDR StrKey = "gmcast.listen_addr", Kind::Addr, DERIVED,
-        Static, Verbatim, false, false,
+        Static, Verbatim, false, true,
         "Listen address for group communication; tcp://0.0.0.0:<base_port> by default";
     GmcastMcastAddr GMCAST_MCAST_ADDR StrKey = "gmcast.mcast_addr", STR, shown(""), Static,
         Verbatim, false, false, "Multicast address (empty: TCP only)";
@@ -571,6 +617,7 @@ mod tests {
                 "gcs.sync_donor",
                 "gcs.vote_policy",
                 "gmcast.isolate",
+                "gmcast.listen_addr",
                 "gmcast.segment",
                 "ist.recv_addr",
                 "ist.recv_bind",
@@ -595,6 +642,16 @@ mod tests {
                 "socket.ssl_reload",
             ]
         );
+    }
+
+    #[test]
+    fn every_option_lockstep_ignores_says_why() {
+        for spec in TABLE {
+            match spec.ignored_because() {
+                None => assert!(spec.effective, "{}", spec.name),
+                Some(why) => assert!(!spec.effective && why != "not implemented", "{} has no reason", spec.name),
+            }
+        }
     }
 
     #[test]

@@ -836,7 +836,8 @@ fn not_yet_effective_options_are_reported_once_per_process() {
     );
     assert_eq!(
         Notice::NotYetEffective(Opt::IstKeepKeys).to_string(),
-        "Parameter 'ist.keep_keys' is accepted but not yet effective in lockstep"
+        "Parameter 'ist.keep_keys' is accepted but not yet effective in lockstep: \
+         IST sends write sets as they were ordered, keys included"
     );
     let mut again = init("ist.keep_keys=yes");
     assert!(
