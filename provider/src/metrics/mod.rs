@@ -77,7 +77,6 @@ fn serve(listener: TcpListener, stop: &AtomicBool, node: &Weak<Node>) {
 
 /// Reads one request and answers it; the connection then closes.
 fn answer(mut stream: TcpStream, page: impl FnOnce() -> Option<String>) -> io::Result<()> {
-    stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
     stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
     let head = read_head(&mut stream)?;
     let (status, body) = match route(&head) {
@@ -92,11 +91,17 @@ fn answer(mut stream: TcpStream, page: impl FnOnce() -> Option<String>) -> io::R
     stream.write_all(reply.as_bytes())
 }
 
-/// The request up to its blank line (or what fits in `MAX_REQUEST`).
+/// The request up to its blank line (or what fits in `MAX_REQUEST`),
+/// within `CLIENT_TIMEOUT` in all: a client that sends a byte now and
+/// then does not hold the thread for longer than one that sends nothing.
 fn read_head(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
+    let deadline = std::time::Instant::now() + CLIENT_TIMEOUT;
     let mut head = Vec::new();
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_REQUEST {
+        let left = deadline.checked_duration_since(std::time::Instant::now()).filter(|d| !d.is_zero());
+        let Some(left) = left else { return Err(io::Error::new(io::ErrorKind::TimedOut, "request not complete in time")) };
+        stream.set_read_timeout(Some(left))?;
         let n = stream.read(&mut buf)?;
         if n == 0 {
             break;

@@ -34,3 +34,25 @@ fn a_silent_client_does_not_keep_the_next_one_waiting_past_the_timeout() {
     drop(server);
     assert!(TcpStream::connect(addr).is_err(), "still listening after drop");
 }
+
+#[test]
+fn a_client_that_trickles_its_request_is_cut_off_at_the_timeout() {
+    let server = MetricsServer::start("127.0.0.1:0", Weak::new()).unwrap();
+    let addr = server.addr();
+    let trickle = std::thread::spawn(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        // A byte every half second, never the blank line.
+        for _ in 0..12 {
+            if s.write_all(b"G").is_err() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let started = std::time::Instant::now();
+    let reply = fetch(addr, b"GET /metrics HTTP/1.1\r\n\r\n");
+    assert!(reply.starts_with("HTTP/1.1 503"), "{reply}");
+    assert!(started.elapsed() < CLIENT_TIMEOUT + std::time::Duration::from_secs(1), "{:?}", started.elapsed());
+    let _ = trickle.join();
+}
