@@ -2,7 +2,7 @@
 //! the row `lockstep top` shows for it, rates from two readings.
 
 use mysql::prelude::Queryable;
-use std::collections::BTreeMap;
+use crate::cluster::Status;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -22,11 +22,11 @@ pub struct Source {
     conn: Option<mysql::Conn>,
 }
 
-/// A node's status at one instant (empty vars: unreachable, with why).
+/// A node's status at one instant (empty: unreachable, with why).
 #[derive(Clone, Debug, Default)]
 pub struct Sample {
     pub at: Option<Instant>,
-    pub vars: BTreeMap<String, String>,
+    pub status: Status,
     pub error: Option<String>,
 }
 
@@ -60,15 +60,15 @@ impl Source {
         if self.conn.is_none() {
             match mysql::Conn::new(self.opts()) {
                 Ok(c) => self.conn = Some(c),
-                Err(e) => return Sample { at, vars: BTreeMap::new(), error: Some(short(&e.to_string())) },
+                Err(e) => return Sample { at, status: Status::default(), error: Some(short(&e.to_string())) },
             }
         }
         let conn = self.conn.as_mut().expect("connected above");
         match conn.query::<(String, String), _>("SHOW GLOBAL STATUS LIKE 'wsrep%'") {
-            Ok(rows) => Sample { at, vars: rows.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect(), error: None },
+            Ok(rows) => Sample { at, status: Status { vars: rows.into_iter().collect() }, error: None },
             Err(e) => {
                 self.conn = None;
-                Sample { at, vars: BTreeMap::new(), error: Some(short(&e.to_string())) }
+                Sample { at, status: Status::default(), error: Some(short(&e.to_string())) }
             }
         }
     }
@@ -93,11 +93,11 @@ pub fn row(label: &str, prev: Option<&Sample>, cur: &Sample, leader: Option<Stri
         r[1] = "unreachable".into();
         return r;
     }
-    let text = |k: &str| cur.vars.get(k).cloned().unwrap_or_else(|| "-".into());
+    let text = |k: &str| cur.status.get(k).unwrap_or("-").to_string();
     let rate = |k: &str| rate_of(prev, cur, k).map_or("-".into(), |r| format!("{r:.0}"));
     let paused = rate_of(prev, cur, "wsrep_flow_control_paused_ns").map_or("-".into(), |ns| format!("{:.0}%", ns / 1e7));
     let cluster = format!("{}/{}", text("wsrep_cluster_status"), text("wsrep_cluster_size"));
-    let capacity = cur.vars.get("wsrep_apply_capacity").and_then(|v| v.parse::<f64>().ok()).map_or("-".into(), |c| format!("{c:.0}"));
+    let capacity = cur.status.get("wsrep_apply_capacity").and_then(|v| v.parse::<f64>().ok()).map_or("-".into(), |c| format!("{c:.0}"));
     [
         label.into(),
         text("wsrep_local_state_comment"),
@@ -118,15 +118,15 @@ pub fn row(label: &str, prev: Option<&Sample>, cur: &Sample, leader: Option<Stri
 fn rate_of(prev: Option<&Sample>, cur: &Sample, key: &str) -> Option<f64> {
     let prev = prev?;
     let secs = cur.at?.checked_duration_since(prev.at?)?.as_secs_f64();
-    let (a, b): (f64, f64) = (prev.vars.get(key)?.parse().ok()?, cur.vars.get(key)?.parse().ok()?);
+    let (a, b): (f64, f64) = (prev.status.get(key)?.parse().ok()?, cur.status.get(key)?.parse().ok()?);
     (secs > 0.0 && b >= a).then(|| (b - a) / secs)
 }
 
 /// Which watched node leads: the one whose `wsrep_local_index` is the
 /// `wsrep_leader_index` its members report (lockstep only).
 pub fn leader(samples: &[(&str, &Sample)]) -> Option<String> {
-    let index = samples.iter().find_map(|(_, s)| s.vars.get("wsrep_leader_index")?.parse::<i64>().ok().filter(|i| *i >= 0))?;
-    let found = samples.iter().find(|(_, s)| s.vars.get("wsrep_local_index").and_then(|v| v.parse::<i64>().ok()) == Some(index));
+    let index = samples.iter().find_map(|(_, s)| s.status.int("wsrep_leader_index").filter(|i| *i >= 0))?;
+    let found = samples.iter().find(|(_, s)| s.status.int("wsrep_local_index") == Some(index));
     Some(found.map_or_else(|| format!("#{index}"), |(name, _)| name.to_string()))
 }
 
@@ -135,7 +135,7 @@ mod tests {
     use super::*;
 
     fn sample(at: Instant, vars: &[(&str, &str)]) -> Sample {
-        Sample { at: Some(at), vars: vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(), error: None }
+        Sample { at: Some(at), status: Status { vars: vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }, error: None }
     }
 
     #[test]
@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn an_unreachable_node_is_a_row_of_its_own() {
-        let s = Sample { at: Some(Instant::now()), vars: BTreeMap::new(), error: Some("connection refused".into()) };
+        let s = Sample { at: Some(Instant::now()), status: Status::default(), error: Some("connection refused".into()) };
         let r = row("node3", None, &s, None);
         assert_eq!((r[0].as_str(), r[1].as_str(), r[2].as_str()), ("node3", "unreachable", "-"));
     }
