@@ -162,15 +162,19 @@ fn sql_errors_codes_and_frozen_node() {
         "one of two crossed transactions must fail with ER_LOCK_DEADLOCK"
     );
 
+    // A later statement's error ends a multi-statement query with its code.
+    assert_eq!(a.query_results("SELECT 1; SELEC 2").unwrap_err().sql_code(), Some(1064));
+    assert_eq!(a.query("SELECT 3").unwrap(), [["3"]], "usable after errors");
+
+    let mut short = node.connect_timeout(Duration::from_millis(500)).unwrap();
     node.freeze().unwrap();
     assert!(node.is_frozen());
-    a.set_timeout(Duration::from_millis(500)).unwrap();
     assert!(matches!(
-        a.query("SELECT 1"),
+        short.query("SELECT 1"),
         Err(lockstep_cli::cluster::Error::Timeout(_))
     ));
     assert!(
-        a.query("SELECT 1").is_err(),
+        short.query("SELECT 1").is_err(),
         "a timed-out connection stays unusable"
     );
     node.thaw().unwrap();

@@ -155,8 +155,7 @@ fn step(spec: &BenchSpec, index: usize, cluster: &Cluster, fragment: u64, say: &
     let rss = RssWatch::start([cluster.node(1).pid(), cluster.node(2).pid()]);
     let result = (|| {
         std::thread::sleep(BASELINE);
-        let mut c = cluster.node(1).connect()?;
-        c.set_timeout(STEP_LIMIT)?;
+        let mut c = cluster.node(1).connect_timeout(STEP_LIMIT)?;
         if fragment > 0 {
             c.execute("SET SESSION wsrep_trx_fragment_unit = 'bytes'")?;
             c.execute(&format!("SET SESSION wsrep_trx_fragment_size = {fragment}"))?;

@@ -311,6 +311,11 @@ impl<'a> Node<'a> {
         Conn::connect(&self.socket()).map_err(|e| self.not_running_or(e))
     }
 
+    /// A new client connection whose reads and writes give up after `timeout`.
+    pub fn connect_timeout(&self, timeout: Duration) -> Result<Conn> {
+        Conn::connect_timeout(&self.socket(), timeout).map_err(|e| self.not_running_or(e))
+    }
+
     /// Runs SQL on a fresh connection; rows of the last statement.
     pub fn sql(&self, sql: &str) -> Result<Vec<Vec<String>>> {
         self.connect()?.query(sql)

@@ -20,8 +20,7 @@ impl Session {
             sql: "(connect)".into(),
             source,
         };
-        let conn = node.connect().map_err(failed)?;
-        conn.set_timeout(timeout).map_err(failed)?;
+        let conn = node.connect_timeout(timeout).map_err(failed)?;
         Ok(Session { node: index, conn })
     }
 
