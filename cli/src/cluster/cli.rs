@@ -3,51 +3,136 @@
 //! turns arguments into a spec and results into text.
 
 use super::node::Phase;
-use super::spec::{ClusterSpec, Provider, DEFAULT_DIR, PORTS_PER_NODE};
+use super::spec::{ClusterSpec, Provider, DEFAULT_BASE_PORT, DEFAULT_DIR, PORTS_PER_NODE};
 use super::{secs, Cluster, QueryResult, Result};
+use clap::{Args, Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-pub const USAGE: &str = "usage: lockstep cluster <command> [options]
+/// `lockstep cluster`'s arguments: a command, and the directory it acts on.
+#[derive(Parser, Debug)]
+#[command(
+    name = "lockstep cluster",
+    about = "A local cluster of mariadbd processes on loopback: up, status, sql, down",
+    subcommand_required = true,
+    arg_required_else_help = true,
+    after_help = "`status` exits 1 unless every node runs and is Synced."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Cluster directory: its nodes' data, logs, sockets and state file.
+    // Global, so that it comes after the command name (`cluster up --dir X`)
+    // as it always has; listed first in every command's help.
+    #[arg(
+        long,
+        global = true,
+        env = "LOCKSTEP_CLUSTER_DIR",
+        default_value = DEFAULT_DIR,
+        display_order = 0
+    )]
+    dir: PathBuf,
+}
 
-commands:
-  up      start a local cluster: node1 bootstraps, the others join by SST one at a time
-  status  one line per node: process, wsrep state, queues, flow control
-  sql     lockstep cluster sql NODE \"SQL\": run SQL on node NODE (1-based)
-  down    stop every node of the cluster (SIGTERM, SIGKILL after a timeout)
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Start a local cluster: node1 bootstraps, the others join by SST one at a time.
+    Up(UpArgs),
+    /// One line per node: process, wsrep state, queues, flow control.
+    #[command(after_help = "Exits 1 unless every node runs and is Synced.")]
+    Status,
+    /// Run SQL on one node and print its results as the mariadb client does.
+    Sql {
+        /// The node: its number (1-based), or its name (node2).
+        #[arg(value_name = "NODE", value_parser = parse_node)]
+        node: usize,
+        /// The statements, `;` between several.
+        #[arg(value_name = "SQL")]
+        sql: String,
+    },
+    /// Stop every node of the cluster (SIGTERM, SIGKILL after a timeout).
+    Down,
+}
 
-options (all commands):
-  --dir DIR                 cluster directory (default $LOCKSTEP_CLUSTER_DIR or /tmp/lockstep-cluster)
+#[derive(Args, Debug)]
+struct UpArgs {
+    /// Number of nodes.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    nodes: usize,
+    /// lockstep (liblockstep.so next to this binary), galera
+    /// (/usr/lib/galera/libgalera_smm.so), or a library path.
+    #[arg(long, value_name = "P", default_value = "lockstep", value_parser = parse_provider)]
+    provider: Provider,
+    /// Node N uses P+10(N-1) (client), +1 (gcomm), +2 (IST), +3 (SST),
+    /// +4 (lockstep's metrics, http://127.0.0.1:PORT/metrics).
+    #[arg(long, value_name = "P", default_value_t = DEFAULT_BASE_PORT)]
+    base_port: u16,
+    /// wsrep_cluster_name.
+    #[arg(long, value_name = "NAME", default_value = "lockstep")]
+    name: String,
+    /// wsrep_slave_threads.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    slave_threads: u32,
+    /// Extra [mysqld] option for every node (repeatable).
+    #[arg(long = "mysqld-option", value_name = "K=V")]
+    mysqld_options: Vec<String>,
+    /// Extra wsrep_provider_options entry, `;` separates several (repeatable).
+    #[arg(long = "provider-option", value_name = "K=V")]
+    provider_options: Vec<String>,
+    /// Seconds per node from launch to Synced.
+    #[arg(long, value_name = "SECS", default_value_t = 180)]
+    start_timeout: u64,
+}
 
-options (up):
-  --nodes N                 number of nodes (default 1)
-  --provider P              lockstep (liblockstep.so next to this binary), galera
-                            (/usr/lib/galera/libgalera_smm.so), or a library path (default lockstep)
-  --base-port P             node N uses P+10(N-1) (client), +1 (gcomm), +2 (IST), +3 (SST),
-                            +4 (lockstep's metrics, http://127.0.0.1:PORT/metrics); default 24000
-  --name NAME               wsrep_cluster_name (default lockstep)
-  --slave-threads N         wsrep_slave_threads (default 2)
-  --mysqld-option K=V       extra [mysqld] option for every node (repeatable)
-  --provider-option K=V     extra wsrep_provider_options entry, `;` separates several (repeatable)
-  --start-timeout SECS      per node, launch to Synced (default 180)
+impl UpArgs {
+    /// The cluster these arguments describe, in `dir`.
+    fn spec(self, dir: PathBuf) -> ClusterSpec {
+        let mut spec = ClusterSpec::new(self.nodes, self.provider, dir);
+        spec.base_port = self.base_port;
+        spec.cluster_name = self.name;
+        spec.slave_threads = self.slave_threads;
+        spec.extra.mysqld = self.mysqld_options;
+        spec.extra.provider = split_provider_options(&self.provider_options);
+        spec.start_timeout = Duration::from_secs(self.start_timeout);
+        spec
+    }
+}
 
-`status` exits 1 unless every node runs and is Synced.";
+/// `a=1;b=2` given once is two entries, as in wsrep_provider_options itself.
+fn split_provider_options(given: &[String]) -> Vec<String> {
+    given
+        .iter()
+        .flat_map(|o| o.split(';'))
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn parse_provider(text: &str) -> std::result::Result<Provider, String> {
+    Ok(Provider::parse(text))
+}
+
+fn parse_node(text: &str) -> std::result::Result<usize, String> {
+    let digits = text.strip_prefix("node").unwrap_or(text);
+    match digits.parse() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("NODE must be a node number (1, 2, ...) or name (node2)".into()),
+    }
+}
 
 /// Entry point called by the `lockstep` binary with the arguments after `cluster`.
 pub fn main(args: &[String]) -> ExitCode {
-    let default_dir = std::env::var_os("LOCKSTEP_CLUSTER_DIR")
-        .map(PathBuf::from)
-        .unwrap_or(PathBuf::from(DEFAULT_DIR));
-    let command = match parse(args, &default_dir) {
-        Ok(command) => command,
-        Err(message) => {
-            eprintln!("lockstep cluster: {message}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    match run(command) {
+    match crate::parse_args::<Cli>("lockstep cluster", args) {
+        Ok(cli) => run_cli(cli),
+        Err(code) => code,
+    }
+}
+
+pub fn run_cli(cli: Cli) -> ExitCode {
+    match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("lockstep cluster: {e}");
@@ -56,151 +141,13 @@ pub fn main(args: &[String]) -> ExitCode {
     }
 }
 
-#[derive(Debug, PartialEq)]
-enum Command {
-    Up(ClusterSpec),
-    Status {
-        dir: PathBuf,
-    },
-    Sql {
-        dir: PathBuf,
-        node: usize,
-        sql: String,
-    },
-    Down {
-        dir: PathBuf,
-    },
-    Help,
-}
-
-/// Walks the arguments once; `--flag value` and `--flag=value` both work.
-struct Args<'a> {
-    rest: std::slice::Iter<'a, String>,
-}
-
-impl<'a> Args<'a> {
-    /// The next argument, split into flag and inline value.
-    fn next(&mut self) -> Option<(&'a str, Option<&'a str>)> {
-        let arg = self.rest.next()?;
-        match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => Some((flag, Some(value))),
-            _ => Some((arg.as_str(), None)),
-        }
-    }
-
-    fn value(
-        &mut self,
-        flag: &str,
-        inline: Option<&'a str>,
-    ) -> std::result::Result<&'a str, String> {
-        match inline {
-            Some(v) => Ok(v),
-            None => self
-                .rest
-                .next()
-                .map(String::as_str)
-                .ok_or_else(|| format!("{flag} needs a value")),
-        }
-    }
-
-    fn number<T: std::str::FromStr>(
-        &mut self,
-        flag: &str,
-        inline: Option<&'a str>,
-    ) -> std::result::Result<T, String> {
-        let text = self.value(flag, inline)?;
-        text.parse()
-            .map_err(|_| format!("{flag} needs a number, not {text:?}"))
-    }
-}
-
-fn parse(args: &[String], default_dir: &std::path::Path) -> std::result::Result<Command, String> {
-    let Some((command, rest)) = args.split_first() else {
-        return Err("missing command".into());
-    };
-    let mut spec = ClusterSpec::new(1, Provider::Lockstep, default_dir);
-    let mut positional = Vec::new();
-    let mut args = Args { rest: rest.iter() };
-    while let Some((flag, inline)) = args.next() {
-        match flag {
-            "--dir" => spec.dir = PathBuf::from(args.value(flag, inline)?),
-            "-h" | "--help" => return Ok(Command::Help),
-            _ if command == "up" && flag.starts_with("--") => {
-                parse_up_flag(&mut spec, &mut args, flag, inline)?
-            }
-            _ if flag.starts_with("--") => {
-                return Err(format!("unknown option {flag} for `{command}`"))
-            }
-            _ => positional.push(flag.to_string()),
-        }
-    }
-    let dir = spec.dir.clone();
-    match (command.as_str(), positional.as_slice()) {
-        ("up", []) => Ok(Command::Up(spec)),
-        ("status", []) => Ok(Command::Status { dir }),
-        ("down", []) => Ok(Command::Down { dir }),
-        ("sql", [node, sql]) => Ok(Command::Sql {
-            dir,
-            node: parse_node(node)?,
-            sql: sql.clone(),
-        }),
-        ("sql", _) => Err("sql needs NODE and \"SQL\"".into()),
-        ("help" | "-h" | "--help", _) => Ok(Command::Help),
-        ("up" | "status" | "down", extra) => Err(format!("unexpected argument {:?}", extra[0])),
-        (other, _) => Err(format!("unknown command {other:?}")),
-    }
-}
-
-fn parse_up_flag<'a>(
-    spec: &mut ClusterSpec,
-    args: &mut Args<'a>,
-    flag: &str,
-    inline: Option<&'a str>,
-) -> std::result::Result<(), String> {
-    match flag {
-        "--nodes" => spec.nodes = args.number(flag, inline)?,
-        "--provider" => spec.provider = Provider::parse(args.value(flag, inline)?),
-        "--base-port" => spec.base_port = args.number(flag, inline)?,
-        "--name" => spec.cluster_name = args.value(flag, inline)?.to_string(),
-        "--slave-threads" => spec.slave_threads = args.number(flag, inline)?,
-        "--mysqld-option" => spec
-            .extra
-            .mysqld
-            .push(args.value(flag, inline)?.to_string()),
-        "--provider-option" => {
-            let options = args
-                .value(flag, inline)?
-                .split(';')
-                .map(str::trim)
-                .filter(|o| !o.is_empty());
-            spec.extra.provider.extend(options.map(String::from));
-        }
-        "--start-timeout" => spec.start_timeout = Duration::from_secs(args.number(flag, inline)?),
-        _ => return Err(format!("unknown option {flag} for `up`")),
-    }
-    Ok(())
-}
-
-fn parse_node(text: &str) -> std::result::Result<usize, String> {
-    let digits = text.strip_prefix("node").unwrap_or(text);
-    match digits.parse() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!(
-            "NODE must be a node number (1, 2, ...), not {text:?}"
-        )),
-    }
-}
-
-fn run(command: Command) -> Result<ExitCode> {
-    match command {
-        Command::Up(spec) => up(spec),
-        Command::Status { dir } => status(&Cluster::open(dir)?),
-        Command::Sql { dir, node, sql } => run_sql(&Cluster::open(dir)?, node, &sql),
-        Command::Down { dir } => down(&Cluster::open(dir)?),
-        Command::Help => {
-            say(&format!("{USAGE}\n"));
-            Ok(ExitCode::SUCCESS)
-        }
+fn run(cli: Cli) -> Result<ExitCode> {
+    let dir = cli.dir;
+    match cli.command {
+        Command::Up(up_args) => up(up_args.spec(dir)),
+        Command::Status => status(&Cluster::open(dir)?),
+        Command::Sql { node, sql } => run_sql(&Cluster::open(dir)?, node, &sql),
+        Command::Down => down(&Cluster::open(dir)?),
     }
 }
 
@@ -459,34 +406,43 @@ fn boxed_table(header: &[String], rows: &[Vec<String>]) -> String {
 mod tests {
     use super::*;
 
-    fn args(text: &str) -> Vec<String> {
-        text.split_whitespace().map(String::from).collect()
+    fn try_parse(args: &[&str]) -> std::result::Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("lockstep cluster").chain(args.iter().copied()))
     }
 
-    fn parse_ok(text: &str) -> Command {
-        parse(&args(text), std::path::Path::new("/tmp/default")).unwrap()
+    /// `args` split on spaces, with an explicit `--dir` unless it has one,
+    /// so that LOCKSTEP_CLUSTER_DIR in the test's environment cannot matter.
+    fn parse_ok(text: &str) -> Cli {
+        let mut args: Vec<&str> = text.split_whitespace().collect();
+        if !args.iter().any(|a| a.starts_with("--dir")) {
+            args.extend(["--dir", "/tmp/default"]);
+        }
+        try_parse(&args).unwrap()
+    }
+
+    fn up_spec(text: &str) -> ClusterSpec {
+        let cli = parse_ok(text);
+        let Command::Up(up_args) = cli.command else {
+            panic!("{cli:?}")
+        };
+        up_args.spec(cli.dir)
     }
 
     #[test]
     fn up_defaults() {
-        let Command::Up(spec) = parse_ok("up") else {
-            panic!()
-        };
         assert_eq!(
-            spec,
+            up_spec("up"),
             ClusterSpec::new(1, Provider::Lockstep, "/tmp/default")
         );
     }
 
     #[test]
     fn up_with_everything() {
-        let Command::Up(spec) = parse_ok(
+        let spec = up_spec(
             "up --nodes 3 --provider=galera --dir /tmp/c --base-port 24100 --name t --slave-threads 4 \
              --mysqld-option wsrep_sync_wait=1 --provider-option evs.suspect_timeout=PT2S;gcache.size=64M \
              --provider-option=gmcast.segment=0 --start-timeout 30",
-        ) else {
-            panic!()
-        };
+        );
         assert_eq!(spec.nodes, 3);
         assert_eq!(spec.provider, Provider::Galera);
         assert_eq!(spec.dir, PathBuf::from("/tmp/c"));
@@ -507,67 +463,95 @@ mod tests {
 
     #[test]
     fn provider_path() {
-        let Command::Up(spec) = parse_ok("up --provider /opt/lib/x.so") else {
-            panic!()
-        };
+        let spec = up_spec("up --provider /opt/lib/x.so");
         assert_eq!(spec.provider, Provider::Path("/opt/lib/x.so".into()));
     }
 
     #[test]
     fn other_commands() {
+        let status = parse_ok("status");
+        assert!(matches!(status.command, Command::Status));
+        assert_eq!(status.dir, PathBuf::from("/tmp/default"));
+        let down = parse_ok("down --dir /x");
+        assert!(matches!(down.command, Command::Down));
+        assert_eq!(down.dir, PathBuf::from("/x"));
+        let sql = try_parse(&["sql", "2", "SELECT 1, 2", "--dir=/x"]).unwrap();
+        assert_eq!(sql.dir, PathBuf::from("/x"));
+        let Command::Sql { node, sql } = sql.command else {
+            panic!()
+        };
+        assert_eq!((node, sql.as_str()), (2, "SELECT 1, 2"));
+        let named = try_parse(&["sql", "node3", "SELECT 1", "--dir", "/x"]).unwrap();
+        assert!(matches!(named.command, Command::Sql { node: 3, .. }));
+        // Before the command works too, and the default does not undo it.
         assert_eq!(
-            parse_ok("status"),
-            Command::Status {
-                dir: "/tmp/default".into()
-            }
+            try_parse(&["--dir", "/y", "down"]).unwrap().dir,
+            PathBuf::from("/y")
         );
-        assert_eq!(
-            parse_ok("down --dir /x"),
-            Command::Down { dir: "/x".into() }
-        );
-        let sql = vec![
-            "sql".to_string(),
-            "2".into(),
-            "SELECT 1, 2".into(),
-            "--dir=/x".into(),
-        ];
-        assert_eq!(
-            parse(&sql, std::path::Path::new("/d")).unwrap(),
-            Command::Sql {
-                dir: "/x".into(),
-                node: 2,
-                sql: "SELECT 1, 2".into()
-            }
-        );
-        let named = vec!["sql".to_string(), "node3".into(), "SELECT 1".into()];
-        assert!(matches!(
-            parse(&named, std::path::Path::new("/d")).unwrap(),
-            Command::Sql { node: 3, .. }
-        ));
-        assert_eq!(parse_ok("up --help"), Command::Help);
     }
 
     #[test]
-    fn mistakes_are_explained() {
-        let err = |text: &str| parse(&args(text), std::path::Path::new("/d")).unwrap_err();
-        assert_eq!(err(""), "missing command");
-        assert_eq!(err("up --nodes"), "--nodes needs a value");
+    fn help_is_not_an_error() {
+        for args in [
+            &["--help"][..],
+            &["help"],
+            &["up", "--help"],
+            &["help", "sql"],
+        ] {
+            let e = try_parse(args).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp, "{args:?}");
+        }
+    }
+
+    /// The argument lists scripts/, cli/tests/command.rs, README.md and the
+    /// text `up` prints use (words split on spaces, SQL apart).
+    #[test]
+    fn callers_parse() {
+        let calls = [
+            "down --dir /d",
+            "up --dir /d --nodes 3 --provider lockstep --base-port 26100 --slave-threads 4 \
+             --mysqld-option innodb_flush_log_at_trx_commit=2 --provider-option gcs.fc_limit=16;lockstep.max_lag_ms=500",
+            "up --dir /d --nodes 3 --slave-threads 4 --provider galera \
+             --mysqld-option innodb_flush_log_at_trx_commit=2 --base-port 25000",
+            "up --nodes 1 --provider lockstep --base-port 24005 --dir /d",
+            "up --nodes 3 --provider galera --dir /d",
+            "up --nodes 3",
+            "up",
+            "status --dir /d",
+            "status",
+            "down",
+        ];
+        for text in calls {
+            let args: Vec<&str> = text.split_whitespace().collect();
+            try_parse(&args).unwrap_or_else(|e| panic!("{text}: {e}"));
+        }
+        let sql = "INSERT INTO d.t VALUES (7); SELECT a FROM d.t";
+        try_parse(&["sql", "1", sql, "--dir", "/d"]).unwrap();
+        try_parse(&["sql", "1", "SELECT 1"]).unwrap();
+        let spec = up_spec("up --provider-option gcs.fc_limit=16;lockstep.max_lag_ms=500");
         assert_eq!(
-            err("up --nodes three"),
-            "--nodes needs a number, not \"three\""
+            spec.extra.provider,
+            ["gcs.fc_limit=16", "lockstep.max_lag_ms=500"]
         );
-        assert_eq!(
-            err("status --nodes 3"),
-            "unknown option --nodes for `status`"
-        );
-        assert_eq!(
-            err("up --frobnicate"),
-            "unknown option --frobnicate for `up`"
-        );
-        assert_eq!(err("sql 1"), "sql needs NODE and \"SQL\"");
-        assert!(err("sql 0 x").starts_with("NODE must be"));
-        assert_eq!(err("start"), "unknown command \"start\"");
-        assert_eq!(err("down now"), "unexpected argument \"now\"");
+    }
+
+    #[test]
+    fn mistakes_are_errors() {
+        for args in [
+            &[][..],
+            &["up", "--nodes"],
+            &["up", "--nodes", "three"],
+            &["status", "--nodes", "3"],
+            &["up", "--frobnicate"],
+            &["sql", "1"],
+            &["sql", "0", "x"],
+            &["sql", "nodex", "x"],
+            &["start"],
+            &["down", "now"],
+            &["--dir"],
+        ] {
+            assert!(try_parse(args).is_err(), "{args:?} parsed");
+        }
     }
 
     #[test]
