@@ -1,117 +1,212 @@
 //! `lockstep bench`: arguments in, report out. The work is in runner.rs.
 
-use super::plan::{BenchSpec, Target};
+use super::plan::{BenchSpec, Scenario, Target};
 use super::{report, runner};
 use crate::cluster::Provider;
+use clap::Parser;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-pub const USAGE: &str = "usage: lockstep bench [options]
-
+const LONG_ABOUT: &str = "\
 Runs sysbench on a fresh N-node cluster per provider, the same cells in the
 same order for each, and prints tps, p95 latency, their ratios to the first
 provider, and the server counters that say where the time goes. A provider
 that cannot run (a cluster that does not form, a failing cell) shows n/a
-with the reason; the run goes on.
+with the reason; the run goes on.";
 
-options (lists are comma-separated):
-  --providers LIST      galera, lockstep or library paths; the first is the
-                        baseline of the ratios (default galera,lockstep)
-  --nodes N             cluster size (default 3; 1 measures the provider's own
-                        cost per commit, without replication)
-  --tests LIST          sysbench tests (default oltp_update_index,oltp_write_only)
-  --threads LIST        sysbench thread counts (default 8,32)
-  --targets LIST        nodeK: every connection to node K; all: connections
-                        round-robin over all nodes (default node1,all)
-  --time SECS           measured seconds per cell (default 30)
-  --warmup SECS         unmeasured sysbench run before each cell (default 5)
-  --tables N            sysbench tables (default 8)
-  --table-size N        rows per table (default 10000)
-  --dir DIR             clusters, raw outputs, report (default /tmp/lockstep-bench)
-  --keep-data           keep each cluster's data directories once measured
-                        (they take 1-5 GB a provider; logs and my.cnf stay)
-  --base-port P         provider i uses ports P+100*i and up (default 28000)
-  --output FILE         also write the report to FILE
-  --mysqld-option K=V   [mysqld] option for every node (repeatable; default
-                        innodb_flush_log_at_trx_commit=2, overridable by key)
-  --provider-option K=V wsrep_provider_options entry for every node (repeatable)
-  --wan-delay-ms D      put the last node D ms away (one way) behind a
-                        user-space proxy on its group links
-  --segments N          put the nodes in N gmcast.segments of consecutive
-                        nodes (node1 and node2 in 0, node3 and node4 in 1
-                        for 4 nodes in 2); with --wan-delay-ms, the delay
-                        is between segments instead, and the report gives
-                        the bytes that crossed per transaction; with
-                        --provider-option gmcast.segment=0 too, the same
-                        delays without segments
-  --scenario S          lan (or cells): the sysbench matrix above, the
-                        default; with --repeat N above 1, N times on fresh
-                        clusters, averaged, with lan.json and lan.svg.
-                        wan: oltp_update_index on node 1 at 1, 4, 16 and
-                        64 threads, the last node near (0 ms through the
-                        delay proxy) then --wan-delay-ms away (default
-                        100); tps and p95 per setting, far over near per
-                        provider, and lockstep over Galera when far;
-                        writes wan.json and wan.svg (against threads).
-                        slow-node: oltp_read_write and oltp_update_index
-                        on node 1 at 16 and 64 threads, the last node near,
-                        --wan-delay-ms away (default 7), and that far with
-                        evs.send_window and evs.user_send_window at 512;
-                        writes slow-node.json and slow-node.svg.
-                        Give wan and slow-node first: they set the tests,
-                        threads, targets and delay, which later options
-                        override.
-                        big-trx: on a 2-node cluster (4 appliers), one
-                        UPDATE of --rows rows on node 1 under sysbench
-                        oltp_update_index (the first --threads value, 8)
-                        per --fragments size; prints the UPDATE's time,
-                        how much later node 2 applied it, the seconds the
-                        load fell under a tenth of its baseline, each
-                        node's resident-memory growth, and the share of
-                        the UPDATE node 1 was paused by flow control.
-                        Give it first: it sets --nodes 2.
-                        freshness: on 3 nodes, node 2 with 1 applier and
-                        wsrep_sync_wait readers, 64 writers on node 1; per
-                        flow-control setting (gcs.fc_limit=16, and for
-                        lockstep also lockstep.max_lag_ms=100 with
-                        gcs.fc_limit=25000) two phases of --time seconds,
-                        node 2 innodb_flush_log_at_trx_commit=2 then 1;
-                        prints write tps, the reads' p99 and node 1's
-                        flow-control pause per phase, and writes
-                        freshness.json and freshness.svg (per second) in
-                        --dir.
-                        drain: on 3 nodes, oltp_write_only 16 threads on
-                        node 1; node 2 desynced and locked (FTWRL) 15 s,
-                        then its apply rate once unlocked with writes
-                        going on, and again with writes stopped, beside
-                        its wsrep_apply_capacity read under load; writes
-                        drain.json and drain.svg in --dir
-  --repeat N            lan: runs of the matrix (default 1)
-  --rows N              big-trx: rows of the big table (default 500000)
-  --fragments LIST      big-trx: wsrep_trx_fragment_size values in bytes, 0
-                        for no streaming (default 0,10000,100000,1000000)
+const AFTER_HELP: &str = "\
+Lists are comma-separated. Options go in any order: a run takes the
+defaults, then what --scenario sets, then every option given.
 
 The default run is 2 providers x 8 cells of 5+30 s: about 12 minutes when
 both providers run, about 6 while lockstep cannot form a 3-node cluster.
 Exit status: 0 when at least one cell was measured, 1 when none was, 2 for
 bad arguments.";
 
+/// The options as given: each one left out keeps what the scenario sets,
+/// or the default (see `Cli::spec`).
+#[derive(Parser, Debug)]
+#[command(
+    name = "lockstep bench",
+    about = "sysbench on 3-node clusters: Galera vs lockstep, side by side",
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP,
+    // As before clap, an option given twice keeps its last value (lists
+    // too: their action is Set, not Append), except the repeatable ones.
+    args_override_self = true
+)]
+pub struct Cli {
+    /// galera, lockstep or library paths; the first is the baseline of
+    /// the ratios (default galera,lockstep)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = provider, action = clap::ArgAction::Set)]
+    providers: Option<Vec<Provider>>,
+    /// Cluster size (default 3, big-trx 2; 1 measures the provider's own
+    /// cost per commit, without replication)
+    #[arg(long, value_name = "N")]
+    nodes: Option<usize>,
+    /// sysbench tests (default oltp_update_index,oltp_write_only)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', action = clap::ArgAction::Set)]
+    tests: Option<Vec<String>>,
+    /// sysbench thread counts (default 8,32)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', action = clap::ArgAction::Set)]
+    threads: Option<Vec<u32>>,
+    /// nodeK: every connection to node K; all: connections round-robin
+    /// over all nodes (default node1,all)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = Target::parse, action = clap::ArgAction::Set)]
+    targets: Option<Vec<Target>>,
+    /// Measured seconds per cell (default 30)
+    #[arg(long, value_name = "SECS")]
+    time: Option<u32>,
+    /// Seconds of unmeasured sysbench run before each cell (default 5)
+    #[arg(long, value_name = "SECS")]
+    warmup: Option<u32>,
+    /// sysbench tables (default 8)
+    #[arg(long, value_name = "N")]
+    tables: Option<u32>,
+    /// Rows per table (default 10000)
+    #[arg(long, value_name = "N")]
+    table_size: Option<u64>,
+    /// Clusters, raw outputs, report (default /tmp/lockstep-bench)
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Keep each cluster's data directories once measured (they take
+    /// 1-5 GB a provider; logs and my.cnf stay)
+    #[arg(long)]
+    keep_data: bool,
+    /// Provider i uses ports P+100*i and up (default 28000)
+    #[arg(long, value_name = "P")]
+    base_port: Option<u16>,
+    /// Also write the report to FILE
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// [mysqld] option for every node (repeatable; default
+    /// innodb_flush_log_at_trx_commit=2, overridable by key)
+    #[arg(long = "mysqld-option", value_name = "K=V")]
+    mysqld_options: Vec<String>,
+    /// wsrep_provider_options entry for every node (repeatable; `;`
+    /// separates several in one)
+    #[arg(long = "provider-option", value_name = "K=V")]
+    provider_options: Vec<String>,
+    /// Put the last node D ms away (one way) behind a user-space proxy on
+    /// its group links (wan: 100, slow-node: 7)
+    #[arg(long, value_name = "D")]
+    wan_delay_ms: Option<u32>,
+    /// Put the nodes in N gmcast.segments of consecutive nodes
+    ///
+    /// node1 and node2 in 0, node3 and node4 in 1 for 4 nodes in 2; with
+    /// --wan-delay-ms, the delay is between segments instead, and the
+    /// report gives the bytes that crossed per transaction; with
+    /// --provider-option gmcast.segment=0 too, the same delays without
+    /// segments.
+    #[arg(long, value_name = "N", verbatim_doc_comment)]
+    segments: Option<usize>,
+    /// What to run: lan (or cells, the default), wan, slow-node, big-trx, freshness or drain
+    ///
+    /// lan (or cells): the sysbench matrix of the options above; with
+    /// --repeat N above 1, N times on fresh clusters, averaged, with
+    /// lan.json and lan.svg.
+    ///
+    /// wan: oltp_update_index on node 1 at 1, 4, 16 and 64 threads, the
+    /// last node near (0 ms through the delay proxy) then --wan-delay-ms
+    /// away (default 100); tps and p95 per setting, far over near per
+    /// provider, and lockstep over Galera when far; writes wan.json and
+    /// wan.svg (against threads).
+    ///
+    /// slow-node: oltp_read_write and oltp_update_index on node 1 at 16
+    /// and 64 threads, the last node near, --wan-delay-ms away (default
+    /// 7), and that far with evs.send_window and evs.user_send_window at
+    /// 512; writes slow-node.json and slow-node.svg.
+    ///
+    /// wan and slow-node set the tests, threads, targets and delay; the
+    /// options given override them, wherever they stand.
+    ///
+    /// big-trx: on a 2-node cluster (4 appliers), one UPDATE of --rows
+    /// rows on node 1 under sysbench oltp_update_index (the first
+    /// --threads value, 8) per --fragments size; prints the UPDATE's
+    /// time, how much later node 2 applied it, the seconds the load fell
+    /// under a tenth of its baseline, each node's resident-memory growth,
+    /// and the share of the UPDATE node 1 was paused by flow control. It
+    /// sets --nodes 2 unless --nodes is given.
+    ///
+    /// freshness: on 3 nodes, node 2 with 1 applier and wsrep_sync_wait
+    /// readers, 64 writers on node 1; per flow-control setting
+    /// (gcs.fc_limit=16, and for lockstep also lockstep.max_lag_ms=100
+    /// with gcs.fc_limit=25000) two phases of --time seconds, node 2
+    /// innodb_flush_log_at_trx_commit=2 then 1; prints write tps, the
+    /// reads' p99 and node 1's flow-control pause per phase, and writes
+    /// freshness.json and freshness.svg (per second) in --dir.
+    ///
+    /// drain: on 3 nodes, oltp_write_only 16 threads on node 1; node 2
+    /// desynced and locked (FTWRL) 15 s, then its apply rate once
+    /// unlocked with writes going on, and again with writes stopped,
+    /// beside its wsrep_apply_capacity read under load; writes
+    /// drain.json and drain.svg in --dir.
+    #[arg(long, value_name = "S", value_parser = Scenario::parse, verbatim_doc_comment)]
+    scenario: Option<Scenario>,
+    /// lan: runs of the matrix (default 1)
+    #[arg(long, value_name = "N")]
+    repeat: Option<u32>,
+    /// big-trx: rows of the big table (default 500000)
+    #[arg(long, value_name = "N")]
+    rows: Option<u64>,
+    /// big-trx: wsrep_trx_fragment_size values in bytes, 0 for no
+    /// streaming (default 0,10000,100000,1000000)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', action = clap::ArgAction::Set)]
+    fragments: Option<Vec<u64>>,
+}
+
+/// A provider by name, or any other text as a library path.
+fn provider(text: &str) -> Result<Provider, std::convert::Infallible> {
+    Ok(Provider::parse(text))
+}
+
+impl Cli {
+    /// The defaults, then what the scenario sets, then every option given.
+    fn spec(self) -> BenchSpec {
+        let mut spec = BenchSpec::for_scenario(self.scenario.unwrap_or(Scenario::Cells));
+        set(&mut spec.providers, self.providers);
+        set(&mut spec.nodes, self.nodes);
+        set(&mut spec.tests, self.tests);
+        set(&mut spec.threads, self.threads);
+        set(&mut spec.targets, self.targets);
+        set(&mut spec.time, self.time);
+        set(&mut spec.warmup, self.warmup);
+        set(&mut spec.tables, self.tables);
+        set(&mut spec.table_size, self.table_size);
+        set(&mut spec.dir, self.dir);
+        set(&mut spec.base_port, self.base_port);
+        spec.output = self.output;
+        spec.mysqld_options.extend(self.mysqld_options);
+        let entries = self.provider_options.iter().flat_map(|o| o.split(';')).map(str::trim);
+        spec.provider_options.extend(entries.filter(|o| !o.is_empty()).map(String::from));
+        spec.wan_delay_ms = self.wan_delay_ms.or(spec.wan_delay_ms);
+        set(&mut spec.segments, self.segments);
+        set(&mut spec.repeat, self.repeat);
+        set(&mut spec.rows, self.rows);
+        set(&mut spec.fragments, self.fragments);
+        spec.keep_data = self.keep_data;
+        spec
+    }
+}
+
+fn set<T>(field: &mut T, given: Option<T>) {
+    if let Some(value) = given {
+        *field = value;
+    }
+}
+
 /// Entry point called by the `lockstep` binary with the arguments after `bench`.
 pub fn main(args: &[String]) -> ExitCode {
-    let spec = match parse(args) {
-        Ok(Some(spec)) => spec,
-        Ok(None) => {
-            say(&format!("{USAGE}\n"));
-            return ExitCode::SUCCESS;
-        }
-        Err(message) => {
-            eprintln!("lockstep bench: {message}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut spec = spec;
+    match crate::parse_args::<Cli>("lockstep bench", args) {
+        Ok(cli) => run_cli(cli),
+        Err(code) => code,
+    }
+}
+
+pub fn run_cli(cli: Cli) -> ExitCode {
+    let mut spec = cli.spec();
     if spec.dir.is_relative() {
         // The launcher wants absolute paths (sockets, my.cnf).
         spec.dir = std::env::current_dir().unwrap_or_default().join(&spec.dir);
@@ -265,137 +360,29 @@ fn say(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
 }
 
-/// The spec, or None for --help. `--flag value` and `--flag=value` both work.
-fn parse(args: &[String]) -> Result<Option<BenchSpec>, String> {
-    let mut spec = BenchSpec::default();
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        if matches!(flag, "-h" | "--help" | "help") {
-            return Ok(None);
-        }
-        if !flag.starts_with("--") {
-            return Err(format!("unexpected argument {flag:?}"));
-        }
-        if flag == "--keep-data" && inline.is_none() {
-            spec.keep_data = true;
-            continue;
-        }
-        let value = match inline {
-            Some(v) => v,
-            None => rest
-                .next()
-                .cloned()
-                .ok_or_else(|| format!("{flag} needs a value"))?,
-        };
-        apply(&mut spec, flag, &value)?;
-    }
-    Ok(Some(spec))
-}
-
-fn apply(spec: &mut BenchSpec, flag: &str, value: &str) -> Result<(), String> {
-    match flag {
-        "--providers" => spec.providers = list(flag, value, |p| Ok(Provider::parse(p)))?,
-        "--nodes" => spec.nodes = number(flag, value)?,
-        "--tests" => spec.tests = list(flag, value, |t| Ok(t.to_string()))?,
-        "--threads" => spec.threads = list(flag, value, |t| number(flag, t))?,
-        "--targets" => spec.targets = list(flag, value, Target::parse)?,
-        "--time" => spec.time = number(flag, value)?,
-        "--warmup" => spec.warmup = number(flag, value)?,
-        "--tables" => spec.tables = number(flag, value)?,
-        "--table-size" => spec.table_size = number(flag, value)?,
-        "--dir" => spec.dir = PathBuf::from(value),
-        "--base-port" => spec.base_port = number(flag, value)?,
-        "--output" => spec.output = Some(PathBuf::from(value)),
-        "--mysqld-option" => spec.mysqld_options.push(value.to_string()),
-        "--provider-option" => spec.provider_options.extend(
-            value
-                .split(';')
-                .map(str::trim)
-                .filter(|o| !o.is_empty())
-                .map(String::from),
-        ),
-        "--wan-delay-ms" => spec.wan_delay_ms = Some(number(flag, value)?),
-        "--segments" => spec.segments = number(flag, value)?,
-        "--scenario" => {
-            spec.scenario = super::plan::Scenario::parse(value)?;
-            scenario_defaults(spec);
-        }
-        "--repeat" => spec.repeat = number(flag, value)?,
-        "--rows" => spec.rows = number(flag, value)?,
-        "--fragments" => spec.fragments = list(flag, value, |f| number(flag, f))?,
-        _ => return Err(format!("unknown option {flag}")),
-    }
-    Ok(())
-}
-
-/// What a scenario runs unless later options say otherwise.
-fn scenario_defaults(spec: &mut BenchSpec) {
-    use super::plan::Scenario;
-    match spec.scenario {
-        Scenario::BigTrx => spec.nodes = 2,
-        Scenario::Wan => {
-            spec.tests = vec!["oltp_update_index".into()];
-            spec.threads = vec![1, 4, 16, 64];
-            spec.targets = vec![Target::Node(1)];
-            spec.wan_delay_ms = Some(100);
-        }
-        Scenario::SlowNode => {
-            spec.tests = vec!["oltp_read_write".into(), "oltp_update_index".into()];
-            spec.threads = vec![16, 64];
-            spec.targets = vec![Target::Node(1)];
-            spec.wan_delay_ms = Some(7);
-        }
-        _ => {}
-    }
-}
-
-fn list<T>(
-    flag: &str,
-    value: &str,
-    item: impl Fn(&str) -> Result<T, String>,
-) -> Result<Vec<T>, String> {
-    let items: Vec<&str> = value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
-    if items.is_empty() {
-        return Err(format!("{flag} needs at least one value"));
-    }
-    items.into_iter().map(item).collect()
-}
-
-fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, String> {
-    text.parse()
-        .map_err(|_| format!("{flag} needs a number, not {text:?}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn args(text: &str) -> Vec<String> {
-        text.split_whitespace().map(String::from).collect()
+    /// What `lockstep bench ARGS` would run, or clap's error.
+    fn parse(text: &str) -> Result<BenchSpec, clap::Error> {
+        let args = std::iter::once("lockstep bench").chain(text.split_whitespace());
+        Cli::try_parse_from(args).map(Cli::spec)
     }
 
     #[test]
     fn no_arguments_is_the_default_run() {
-        assert_eq!(parse(&[]).unwrap(), Some(BenchSpec::default()));
+        assert_eq!(parse("").unwrap(), BenchSpec::default());
     }
 
     #[test]
     fn every_option() {
-        let spec = parse(&args(
+        let spec = parse(
             "--providers galera,/opt/x.so --nodes 5 --threads=1,4 --tests oltp_write_only \
              --targets node2,all --time 10 --warmup 0 --tables 2 --table-size 500 --dir /tmp/b \
              --base-port 29000 --output /tmp/r.txt --mysqld-option wsrep_slave_threads=4 \
              --provider-option gcs.fc_limit=64;evs.send_window=512 --keep-data --wan-delay-ms 7",
-        ))
-        .unwrap()
+        )
         .unwrap();
         assert_eq!(
             spec.providers,
@@ -426,52 +413,76 @@ mod tests {
     }
 
     #[test]
-    fn the_big_transaction_scenario() {
-        let spec = parse(&args("--scenario big-trx --rows 1000 --fragments 0,10000")).unwrap().unwrap();
-        assert_eq!(spec.scenario, super::super::plan::Scenario::BigTrx);
-        assert_eq!((spec.nodes, spec.rows), (2, 1000));
-        assert_eq!(spec.fragments, [0, 10_000]);
-        assert_eq!(parse(&args("--scenario huge")).unwrap_err(), "scenario must be lan (or cells), wan, slow-node, big-trx, freshness or drain, not \"huge\"");
+    fn repeated_options_keep_the_last_value_or_add_up() {
+        let spec = parse("--threads 1 --threads=2,3 --mysqld-option a=1 --mysqld-option b=2 --keep-data --keep-data").unwrap();
+        assert_eq!(spec.threads, [2, 3]);
+        assert_eq!(spec.mysqld_options, ["innodb_flush_log_at_trx_commit=2", "a=1", "b=2"]);
+        assert!(spec.keep_data);
     }
 
     #[test]
-    fn wan_and_slow_node_set_their_matrix_and_later_options_override_it() {
-        use super::super::plan::Scenario;
-        let wan = parse(&args("--scenario wan --wan-delay-ms 50")).unwrap().unwrap();
+    fn the_big_transaction_scenario() {
+        let spec = parse("--scenario big-trx --rows 1000 --fragments 0,10000").unwrap();
+        assert_eq!(spec.scenario, Scenario::BigTrx);
+        assert_eq!((spec.nodes, spec.rows), (2, 1000));
+        assert_eq!(spec.fragments, [0, 10_000]);
+        let huge = parse("--scenario huge").unwrap_err().to_string();
+        assert!(huge.contains("scenario must be lan (or cells), wan"), "{huge}");
+    }
+
+    #[test]
+    fn options_override_the_scenario_wherever_they_stand() {
+        let wan = parse("--scenario wan --wan-delay-ms 50").unwrap();
         assert_eq!((wan.scenario, wan.threads.clone(), wan.wan_delay_ms), (Scenario::Wan, vec![1, 4, 16, 64], Some(50)));
         assert_eq!((wan.tests.clone(), wan.targets.clone()), (vec!["oltp_update_index".to_string()], vec![Target::Node(1)]));
-        let slow = parse(&args("--scenario slow-node --threads 16")).unwrap().unwrap();
+        assert_eq!(parse("--wan-delay-ms 50 --scenario wan").unwrap(), wan);
+        let slow = parse("--threads 16 --scenario slow-node").unwrap();
         assert_eq!((slow.threads.clone(), slow.wan_delay_ms, slow.tests.len()), (vec![16], Some(7), 2));
-        let lan = parse(&args("--scenario lan --repeat 3")).unwrap().unwrap();
+        assert_eq!(parse("--scenario slow-node --threads 16").unwrap(), slow);
+        let lan = parse("--scenario lan --repeat 3").unwrap();
         assert_eq!((lan.scenario, lan.repeat), (Scenario::Cells, 3));
-        assert!(parse(&args("--repeat 0")).unwrap().unwrap().validate().is_err());
-        assert!(parse(&args("--scenario wan --nodes 1")).unwrap().unwrap().validate().is_err());
-        let alone = parse(&args("--scenario big-trx --nodes 1")).unwrap().unwrap().validate().unwrap_err().to_string();
+        assert_eq!(parse("--scenario cells").unwrap().scenario, Scenario::Cells);
+        assert_eq!(parse("--nodes 3 --scenario big-trx").unwrap().nodes, 3);
+        assert!(parse("--repeat 0").unwrap().validate().is_err());
+        assert!(parse("--scenario wan --nodes 1").unwrap().validate().is_err());
+        let alone = parse("--scenario big-trx --nodes 1").unwrap().validate().unwrap_err().to_string();
         assert!(alone.contains("--scenario big-trx needs --nodes 2"), "{alone}");
     }
 
     #[test]
     fn the_freshness_scenario_keeps_three_nodes() {
-        let spec = parse(&args("--scenario freshness --time 20")).unwrap().unwrap();
-        assert_eq!((spec.scenario, spec.nodes, spec.time), (super::super::plan::Scenario::Freshness, 3, 20));
+        let spec = parse("--scenario freshness --time 20").unwrap();
+        assert_eq!((spec.scenario, spec.nodes, spec.time), (Scenario::Freshness, 3, 20));
     }
 
     #[test]
-    fn mistakes_are_named() {
-        let err = |text: &str| parse(&args(text)).unwrap_err();
-        assert_eq!(err("--nodes"), "--nodes needs a value");
-        assert_eq!(
-            err("--nodes three"),
-            "--nodes needs a number, not \"three\""
-        );
-        assert_eq!(err("--threads 8,x"), "--threads needs a number, not \"x\"");
-        assert_eq!(err("--threads ,"), "--threads needs at least one value");
-        assert_eq!(
-            err("--targets node1,some"),
-            "target must be nodeN or all, not \"some\""
-        );
-        assert_eq!(err("--frobnicate 1"), "unknown option --frobnicate");
-        assert_eq!(err("stray"), "unexpected argument \"stray\"");
-        assert_eq!(parse(&args("--time 5 --help")).unwrap(), None);
+    fn mistakes_are_errors() {
+        for text in ["--nodes", "--nodes three", "--threads 8,x", "--threads ,", "--targets node1,some", "--frobnicate 1", "stray", "--keep-data=yes", "--base-port 70000"] {
+            assert!(parse(text).is_err(), "{text}");
+        }
+        let target = parse("--targets node1,some").unwrap_err().to_string();
+        assert!(target.contains("target must be nodeN or all, not \"some\""), "{target}");
+        assert_eq!(parse("--time 5 --help").unwrap_err().kind(), clap::error::ErrorKind::DisplayHelp);
+    }
+
+    /// Every invocation in README.md, cli/src/bench/README.md and the
+    /// module docs.
+    #[test]
+    fn the_documented_invocations_parse() {
+        for text in [
+            "",
+            "--providers galera --time 10",
+            "--wan-delay-ms 7",
+            "--providers galera,lockstep --wan-delay-ms 7",
+            "--scenario big-trx",
+            "--scenario freshness --time 20",
+            "--scenario drain",
+            "--scenario wan --time 15",
+            "--scenario slow-node --time 15",
+            "--scenario lan --repeat 3",
+        ] {
+            let spec = parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert!(spec.validate().is_ok(), "{text}");
+        }
     }
 }

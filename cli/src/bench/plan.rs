@@ -184,6 +184,28 @@ pub fn default_mysqld_options() -> Vec<String> {
 }
 
 impl BenchSpec {
+    /// The defaults with what `scenario` runs unless options say otherwise.
+    pub fn for_scenario(scenario: Scenario) -> BenchSpec {
+        let mut spec = BenchSpec { scenario, ..BenchSpec::default() };
+        match scenario {
+            Scenario::BigTrx => spec.nodes = 2,
+            Scenario::Wan => {
+                spec.tests = vec!["oltp_update_index".into()];
+                spec.threads = vec![1, 4, 16, 64];
+                spec.targets = vec![Target::Node(1)];
+                spec.wan_delay_ms = Some(100);
+            }
+            Scenario::SlowNode => {
+                spec.tests = vec!["oltp_read_write".into(), "oltp_update_index".into()];
+                spec.threads = vec![16, 64];
+                spec.targets = vec![Target::Node(1)];
+                spec.wan_delay_ms = Some(7);
+            }
+            Scenario::Cells | Scenario::Freshness | Scenario::Drain => {}
+        }
+        spec
+    }
+
     /// The matrix in run order: test, then threads, then target. Every
     /// provider runs the same cells in the same order, so the data has
     /// aged the same way when both measure a cell.
