@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use super::mtr::{self, Ending, Invocation, GALERA_PROVIDER, MTR_DIR};
-use super::options::{self, Options, Selection, USAGE};
+use super::options::{Cli, Options, Selection};
 use super::overlay;
 use super::report;
 use super::results::{Parser, TestResult};
@@ -18,14 +18,17 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_MTR: u8 = 3;
 
 pub fn main(args: &[String]) -> ExitCode {
-    let options = match options::parse(args) {
+    match crate::parse_args::<Cli>("lockstep conformance", args) {
+        Ok(cli) => run_cli(cli),
+        Err(code) => code,
+    }
+}
+
+pub fn run_cli(cli: Cli) -> ExitCode {
+    let options = match Options::try_from(cli) {
         Ok(o) => o,
-        Err(e) if e.is_empty() => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
         Err(e) => {
-            eprintln!("lockstep conformance: {e}\n\n{USAGE}");
+            eprintln!("lockstep conformance: {e}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
@@ -304,6 +307,12 @@ fn nearest_existing(dir: &Path) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser as _;
+
+    fn options(args: &[&str]) -> Options {
+        let cli = Cli::try_parse_from(std::iter::once(&"lockstep conformance").chain(args));
+        Options::try_from(cli.unwrap()).unwrap()
+    }
 
     #[test]
     fn run_dir_must_be_outside_checkouts_and_mtr() {
@@ -320,12 +329,11 @@ mod tests {
 
     #[test]
     fn plans_named_tests_with_their_suites() {
-        let o = options::parse(&[
-            "--vardir=/tmp/lockstep_conformance_unit".into(),
-            "wsrep.trans".into(),
-            "wsrep.wsrep_rpl,row".into(),
-        ])
-        .unwrap();
+        let o = options(&[
+            "--vardir=/tmp/lockstep_conformance_unit",
+            "wsrep.trans",
+            "wsrep.wsrep_rpl,row",
+        ]);
         let p = plan(&o, PathBuf::from(GALERA_PROVIDER)).unwrap();
         assert_eq!(p.invocation.suites, ["wsrep"]);
         assert_eq!(p.invocation.tests, ["wsrep.trans", "wsrep.wsrep_rpl,row"]);
@@ -338,7 +346,7 @@ mod tests {
 
     #[test]
     fn whole_suite_scope_uses_base_suites() {
-        let o = options::parse(&["--suites=wsrep,galera_sr".into()]).unwrap();
+        let o = options(&["--suites=wsrep,galera_sr"]);
         let p = plan(&o, PathBuf::from(GALERA_PROVIDER)).unwrap();
         assert!(p.expected.is_none());
         assert!(p.scope.contains("galera_sr.GCF-580") && !p.scope.contains("galera.GAL-382"));

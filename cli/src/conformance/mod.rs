@@ -7,7 +7,7 @@
 //! per-suite counts, failures, and for a test list (CI's
 //! `conformance/must-pass.txt`) every listed test that did not pass.
 //!
-//! - [`options`]: the command line;
+//! - [`options`]: the command line ([`Cli`]) and the options of a run;
 //! - [`spec`]: test names and list files;
 //! - [`overlay`]: one-node variants of the galera suites (`galera_1node`);
 //! - [`mtr`]: mtr's command line and a bounded, logged run;
@@ -23,3 +23,6 @@ pub mod overlay;
 pub mod report;
 pub mod results;
 pub mod spec;
+
+pub use cli::{main, run_cli};
+pub use options::Cli;
