@@ -1,27 +1,66 @@
-//! `lockstep`: the operator's command.
+//! `lockstep`: the operator's command. Every subcommand's arguments are a
+//! clap `Cli` in its module; this file only names them.
 
+use clap::{Parser, Subcommand};
+use lockstep_cli::{bench, cluster, conformance, options, top};
 use std::process::ExitCode;
 
+#[derive(Parser)]
+#[command(name = "lockstep", version, about = "lockstep: synchronous multi-primary replication for MariaDB, a wsrep provider on Raft")]
+struct Lockstep {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// sysbench on fresh clusters: Galera vs lockstep, side by side
+    Bench(bench::cli::Cli),
+    /// A local cluster of mariadbd processes: up, status, sql, down
+    Cluster(cluster::cli::Cli),
+    /// MariaDB's mtr galera/wsrep suites against a provider
+    Conformance(conformance::Cli),
+    /// The provider options, and which ones lockstep acts on
+    Options(options::Cli),
+    /// The nodes live: state, queues, flow control, commit rate, lag, leader
+    Top(top::Cli),
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("bench") => lockstep_cli::bench::cli::main(&args[1..]),
-        Some("cluster") => lockstep_cli::cluster::cli::main(&args[1..]),
-        Some("conformance") => lockstep_cli::conformance::cli::main(&args[1..]),
-        Some("options") => lockstep_cli::options::main(&args[1..]),
-        Some("top") => lockstep_cli::top::main(&args[1..]),
-        _ => {
-            eprintln!("{}", USAGE);
-            ExitCode::from(2)
-        }
+    match Lockstep::parse().command {
+        Command::Bench(cli) => bench::cli::run_cli(cli),
+        Command::Cluster(cli) => cluster::cli::run_cli(cli),
+        Command::Conformance(cli) => conformance::run_cli(cli),
+        Command::Options(cli) => options::run_cli(cli),
+        Command::Top(cli) => top::run_cli(cli),
     }
 }
 
-const USAGE: &str = "usage: lockstep <command> [args]
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
 
-commands:
-  bench                        sysbench on 3-node clusters: Galera vs lockstep, side by side
-  cluster up|status|sql|down   a local cluster of mariadbd processes
-  conformance                  run MariaDB's mtr galera/wsrep suites
-  options                      the provider options, and which ones lockstep acts on
-  top                          the nodes live: state, queues, flow control, commit rate, lag, leader";
+    fn parse(line: &str) -> Result<Command, clap::Error> {
+        Lockstep::try_parse_from(line.split_whitespace()).map(|l| l.command)
+    }
+
+    #[test]
+    fn the_command_tree_is_consistent() {
+        Lockstep::command().debug_assert();
+    }
+
+    /// The settings of each subcommand's own `Cli` (a repeated option
+    /// takes its last value, arguments after `--` go to mtr, `--dir` after
+    /// a nested command) hold when it is parsed as a subcommand here.
+    #[test]
+    fn subcommands_keep_their_own_rules() {
+        assert!(matches!(parse("lockstep bench --nodes 2 --nodes 3"), Ok(Command::Bench(_))));
+        assert!(matches!(parse("lockstep conformance galera.t --vardir /v -- --repeat=4"), Ok(Command::Conformance(_))));
+        assert!(matches!(parse("lockstep cluster sql 2 SELECT --dir /x"), Ok(Command::Cluster(_))));
+        assert!(matches!(parse("lockstep top --once"), Ok(Command::Top(_))));
+        assert!(matches!(parse("lockstep options --effective"), Ok(Command::Options(_))));
+        assert!(parse("lockstep start").is_err());
+        assert!(parse("lockstep bench --nodes three").is_err());
+    }
+}

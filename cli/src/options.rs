@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
 #[command(name = "lockstep options", about = "The wsrep_provider_options lockstep accepts, and which of them it acts on")]
-struct Args {
+pub struct Cli {
     /// Only the options lockstep acts on.
     #[arg(long, conflicts_with = "not_effective")]
     effective: bool,
@@ -23,11 +23,7 @@ struct Args {
     markdown: bool,
 }
 
-pub fn main(args: &[String]) -> ExitCode {
-    let args: Args = match crate::parse_args("lockstep options", args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
+pub fn run_cli(args: Cli) -> ExitCode {
     let rows: Vec<&OptionSpec> = TABLE.iter().filter(|s| !(args.effective && !s.effective) && !(args.not_effective && s.effective)).collect();
     print!("{}", if args.markdown { markdown(&rows) } else { text(&rows) });
     ExitCode::SUCCESS

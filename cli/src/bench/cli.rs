@@ -197,14 +197,6 @@ fn set<T>(field: &mut T, given: Option<T>) {
     }
 }
 
-/// Entry point called by the `lockstep` binary with the arguments after `bench`.
-pub fn main(args: &[String]) -> ExitCode {
-    match crate::parse_args::<Cli>("lockstep bench", args) {
-        Ok(cli) => run_cli(cli),
-        Err(code) => code,
-    }
-}
-
 pub fn run_cli(cli: Cli) -> ExitCode {
     let mut spec = cli.spec();
     if spec.dir.is_relative() {

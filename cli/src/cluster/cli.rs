@@ -123,14 +123,6 @@ fn parse_node(text: &str) -> std::result::Result<usize, String> {
     }
 }
 
-/// Entry point called by the `lockstep` binary with the arguments after `cluster`.
-pub fn main(args: &[String]) -> ExitCode {
-    match crate::parse_args::<Cli>("lockstep cluster", args) {
-        Ok(cli) => run_cli(cli),
-        Err(code) => code,
-    }
-}
-
 pub fn run_cli(cli: Cli) -> ExitCode {
     match run(cli) {
         Ok(code) => code,

@@ -17,13 +17,6 @@ const EXIT_NOT_PASSED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 const EXIT_MTR: u8 = 3;
 
-pub fn main(args: &[String]) -> ExitCode {
-    match crate::parse_args::<Cli>("lockstep conformance", args) {
-        Ok(cli) => run_cli(cli),
-        Err(code) => code,
-    }
-}
-
 pub fn run_cli(cli: Cli) -> ExitCode {
     let options = match Options::try_from(cli) {
         Ok(o) => o,

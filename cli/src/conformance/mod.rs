@@ -24,5 +24,5 @@ pub mod report;
 pub mod results;
 pub mod spec;
 
-pub use cli::{main, run_cli};
+pub use cli::run_cli;
 pub use options::Cli;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 #[derive(Parser, Debug)]
 #[command(name = "lockstep top", about = "The nodes of a cluster live: state, queues, flow control, commit rate, apply lag, leader")]
-struct Args {
+pub struct Cli {
     /// The local cluster made by `lockstep cluster up` (its nodes' sockets).
     #[arg(long, env = "LOCKSTEP_CLUSTER_DIR", default_value = crate::cluster::DEFAULT_DIR)]
     dir: PathBuf,
@@ -41,11 +41,7 @@ struct Args {
     once: bool,
 }
 
-pub fn main(args: &[String]) -> ExitCode {
-    let args: Args = match crate::parse_args("lockstep top", args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
+pub fn run_cli(args: Cli) -> ExitCode {
     let sources = match sources(&args) {
         Ok(s) => s,
         Err(e) => {
@@ -73,7 +69,7 @@ pub fn main(args: &[String]) -> ExitCode {
 }
 
 /// The nodes to watch: sockets and hosts given, else the local cluster's.
-fn sources(args: &Args) -> Result<Vec<Source>, String> {
+fn sources(args: &Cli) -> Result<Vec<Source>, String> {
     let pass = args.password.as_deref();
     let mut out: Vec<Source> = args.sockets.iter().map(|p| Source::new(p.display().to_string(), Target::Socket(p.clone()), &args.user, pass)).collect();
     for h in &args.hosts {
