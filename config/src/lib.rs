@@ -7,7 +7,8 @@
 //!   option string, `set` at runtime, `render` for `options_get`, typed
 //!   `get`, and [`Notice`]s to log (options not yet effective, ...);
 //! * [`address`]: the cluster address (`gcomm://...`);
-//! * [`status`]: the status variables of `stats_get`.
+//! * [`status`]: the status variables of `stats_get`, and those the
+//!   server computes from the view ([`ServerVar`]).
 //!
 //! ```
 //! use lockstep_config::{keys, Config, NodeInfo};
@@ -36,5 +37,5 @@ pub use check::check_value;
 pub use config::{Change, Config, NodeInfo, Notice, SetFailure};
 pub use error::{InitError, OptionError};
 pub use options::{keys, Opt, OptionSpec, Runtime};
-pub use status::{StatusVar, VarKind};
+pub use status::{ServerVar, Shown, StatusVar, VarKind};
 pub use typed::{BoolKey, DoubleKey, DurationKey, IntKey, StrKey, TypedKey, Value};

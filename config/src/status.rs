@@ -140,6 +140,75 @@ impl StatusVar {
     }
 }
 
+/// A `wsrep_%` status variable the server computes from the view the
+/// provider delivered, not one of `stats_get`'s. Named here too so that
+/// what reads status (the metrics page, the `lockstep` command) spells no
+/// name of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ServerVar {
+    ClusterStatus,
+    ClusterSize,
+    ClusterConfId,
+    ClusterStateUuid,
+    LocalIndex,
+    Ready,
+    Connected,
+    LocalBfAborts,
+}
+
+impl ServerVar {
+    /// The name without the `wsrep_` prefix.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerVar::ClusterStatus => "cluster_status",
+            ServerVar::ClusterSize => "cluster_size",
+            ServerVar::ClusterConfId => "cluster_conf_id",
+            ServerVar::ClusterStateUuid => "cluster_state_uuid",
+            ServerVar::LocalIndex => "local_index",
+            ServerVar::Ready => "ready",
+            ServerVar::Connected => "connected",
+            ServerVar::LocalBfAborts => "local_bf_aborts",
+        }
+    }
+
+    /// What the variable means (one line).
+    pub fn doc(self) -> &'static str {
+        match self {
+            ServerVar::ClusterStatus => "Primary, non-Primary or Disconnected, as the server shows it",
+            ServerVar::ClusterSize => "Members in this node's view",
+            ServerVar::ClusterConfId => "Primary views seen by the cluster (-1: none)",
+            ServerVar::ClusterStateUuid => "UUID of the history the view belongs to",
+            ServerVar::LocalIndex => "This node's index in its view",
+            ServerVar::Ready => "ON when the node accepts queries",
+            ServerVar::Connected => "ON when the provider is connected to a group",
+            ServerVar::LocalBfAborts => "Local transactions aborted by replicated ones (brute force)",
+        }
+    }
+}
+
+/// A status variable of either kind, by the name `SHOW STATUS` gives it.
+pub trait Shown: Copy {
+    /// The name without the `wsrep_` prefix.
+    fn bare_name(self) -> &'static str;
+
+    /// `wsrep_<name>`, as `SHOW GLOBAL STATUS` lists it.
+    fn shown(self) -> String {
+        format!("wsrep_{}", self.bare_name())
+    }
+}
+
+impl Shown for StatusVar {
+    fn bare_name(self) -> &'static str {
+        self.name()
+    }
+}
+
+impl Shown for ServerVar {
+    fn bare_name(self) -> &'static str {
+        self.name()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

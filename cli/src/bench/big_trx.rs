@@ -14,7 +14,7 @@
 
 use super::plan::BenchSpec;
 use super::sysbench::Invocation;
-use crate::cluster::{Cluster, Error, Node, Result};
+use crate::cluster::{Cluster, Error, Node, Result, StatusVar};
 use std::path::Path;
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -137,15 +137,11 @@ fn caught_up(cluster: &Cluster, limit: Duration) -> Result<Duration> {
 }
 
 fn paused_ns(node: Node) -> Result<i64> {
-    node.status()?
-        .int("wsrep_flow_control_paused_ns")
-        .ok_or_else(|| Error::msg("no wsrep_flow_control_paused_ns"))
+    node.status_int(StatusVar::FlowControlPausedNs)
 }
 
 fn last_committed(node: Node) -> Result<i64> {
-    node.status()?
-        .int("wsrep_last_committed")
-        .ok_or_else(|| Error::msg("no wsrep_last_committed"))
+    node.status_int(StatusVar::LastCommitted)
 }
 
 fn step(spec: &BenchSpec, index: usize, cluster: &Cluster, fragment: u64, say: &mut dyn FnMut(&str)) -> Result<Figures> {

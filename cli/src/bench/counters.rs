@@ -8,29 +8,35 @@
 //! CPU time of each mariadbd comes from /proc: on 2 shared cores, CPU per
 //! transaction is the cost that limits throughput.
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, ServerVar, StatusVar, VarName};
+use lockstep_config::Shown;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-/// Status variables kept in the per-node detail file.
-pub const RECORDED: &[&str] = &[
-    "wsrep_flow_control_paused",
-    "wsrep_flow_control_paused_ns",
-    "wsrep_flow_control_sent",
-    "wsrep_flow_control_recv",
-    "wsrep_local_cert_failures",
-    "wsrep_local_bf_aborts",
-    "wsrep_local_recv_queue_avg",
-    "wsrep_local_recv_queue_max",
-    "wsrep_local_send_queue_avg",
-    "wsrep_apply_window",
-    "wsrep_commit_window",
-    "wsrep_apply_oooe",
-    "wsrep_cert_deps_distance",
-    "wsrep_replicated",
-    "wsrep_received",
-    "wsrep_last_committed",
-];
+/// Status variables kept in the per-node detail file, as `SHOW STATUS`
+/// names them.
+pub fn recorded() -> Vec<String> {
+    let provider = [
+        StatusVar::FlowControlPaused,
+        StatusVar::FlowControlPausedNs,
+        StatusVar::FlowControlSent,
+        StatusVar::FlowControlRecv,
+        StatusVar::LocalCertFailures,
+        StatusVar::LocalRecvQueueAvg,
+        StatusVar::LocalRecvQueueMax,
+        StatusVar::LocalSendQueueAvg,
+        StatusVar::ApplyWindow,
+        StatusVar::CommitWindow,
+        StatusVar::ApplyOooe,
+        StatusVar::CertDepsDistance,
+        StatusVar::Replicated,
+        StatusVar::Received,
+        StatusVar::LastCommitted,
+    ];
+    let mut names: Vec<String> = provider.iter().map(|v| v.shown()).collect();
+    names.push(ServerVar::LocalBfAborts.shown());
+    names
+}
 
 /// One node at one moment. Missing values (a node that did not answer, a
 /// provider without the variable) stay missing: "-" in the report.
@@ -45,8 +51,8 @@ pub struct NodeSnapshot {
 }
 
 impl NodeSnapshot {
-    fn float(&self, name: &str) -> Option<f64> {
-        self.vars.get(name)?.trim().parse().ok()
+    fn float(&self, var: impl VarName) -> Option<f64> {
+        self.vars.get(var.key().as_ref())?.trim().parse().ok()
     }
 }
 
@@ -131,26 +137,26 @@ pub fn summarize(before: &Snapshot, after: &Snapshot, transactions: u64) -> Summ
         .iter()
         .filter_map(|b| Some((b, after.nodes.iter().find(|a| a.node == b.node)?)))
         .collect();
-    let delta = |name: &str| -> Vec<Option<f64>> {
+    let delta = |var: &str| -> Vec<Option<f64>> {
         pairs
             .iter()
-            .map(|(b, a)| Some(a.float(name)? - b.float(name)?))
+            .map(|(b, a)| Some(a.float(var)? - b.float(var)?))
             .collect()
     };
     let after_values =
-        |name: &str| -> Vec<Option<f64>> { pairs.iter().map(|(_, a)| a.float(name)).collect() };
+        |var: &str| -> Vec<Option<f64>> { pairs.iter().map(|(_, a)| a.float(var)).collect() };
     Summary {
         seconds,
-        fc_paused: fc_paused(&delta("wsrep_flow_control_paused_ns"), seconds)
-            .or_else(|| max(&after_values("wsrep_flow_control_paused"))),
-        fc_sent: delta("wsrep_flow_control_sent"),
-        cert_failures: sum(&delta("wsrep_local_cert_failures")),
-        bf_aborts: sum(&delta("wsrep_local_bf_aborts")),
-        recv_queue_avg: max_with_node(&after_values("wsrep_local_recv_queue_avg"), &pairs),
-        apply_window: max(&after_values("wsrep_apply_window")),
-        deps_distance: max(&after_values("wsrep_cert_deps_distance")),
-        replicated: delta("wsrep_replicated"),
-        lag_at_end: spread(&after_values("wsrep_last_committed")),
+        fc_paused: fc_paused(&delta(&StatusVar::FlowControlPausedNs.shown()), seconds)
+            .or_else(|| max(&after_values(&StatusVar::FlowControlPaused.shown()))),
+        fc_sent: delta(&StatusVar::FlowControlSent.shown()),
+        cert_failures: sum(&delta(&StatusVar::LocalCertFailures.shown())),
+        bf_aborts: sum(&delta(&ServerVar::LocalBfAborts.shown())),
+        recv_queue_avg: max_with_node(&after_values(&StatusVar::LocalRecvQueueAvg.shown()), &pairs),
+        apply_window: max(&after_values(&StatusVar::ApplyWindow.shown())),
+        deps_distance: max(&after_values(&StatusVar::CertDepsDistance.shown())),
+        replicated: delta(&StatusVar::Replicated.shown()),
+        lag_at_end: spread(&after_values(&StatusVar::LastCommitted.shown())),
         server_cpu_ms_per_txn: server_cpu(&pairs)
             .filter(|_| transactions > 0)
             .map(|cpu| cpu * 1000.0 / transactions as f64),
@@ -220,7 +226,7 @@ fn machine_busy(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> Option
 }
 
 /// Tab-separated detail rows `node variable before after` for the
-/// variables in [`RECORDED`] and the CPU seconds.
+/// variables in [`recorded`] and the CPU seconds.
 pub fn detail_rows(before: &Snapshot, after: &Snapshot) -> Vec<String> {
     let mut rows = Vec::new();
     for b in &before.nodes {
@@ -229,7 +235,8 @@ pub fn detail_rows(before: &Snapshot, after: &Snapshot) -> Vec<String> {
             s.and_then(|s| s.vars.get(name).cloned())
                 .unwrap_or_else(|| "-".into())
         };
-        for name in RECORDED {
+        for name in recorded() {
+            let name = name.as_str();
             rows.push(format!(
                 "node{}\t{name}\t{}\t{}",
                 b.node,

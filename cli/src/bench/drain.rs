@@ -19,7 +19,7 @@
 use super::chart::{self, Panel, Series};
 use super::plan::BenchSpec;
 use super::sysbench::{self, Invocation};
-use crate::cluster::{Cluster, Error, Node, Result};
+use crate::cluster::{Cluster, Error, Node, Result, StatusVar};
 use std::time::{Duration, Instant};
 
 const THREADS: u32 = 16;
@@ -84,7 +84,7 @@ fn going_on(spec: &BenchSpec, index: usize, cluster: &Cluster, samples: &mut Sam
         samples.for_a_while(cluster, SETTLE - Duration::from_secs(4));
         let mut estimates = Vec::new();
         for _ in 0..3 {
-            estimates.extend(cluster.node(2).status()?.get("wsrep_apply_capacity").and_then(|v| v.parse::<f64>().ok()));
+            estimates.extend(cluster.node(2).status()?.get(StatusVar::ApplyCapacity).and_then(|v| v.parse::<f64>().ok()));
             samples.for_a_while(cluster, Duration::from_secs(1));
         }
         let estimate = (estimates.len() == 3).then(|| estimates.iter().sum::<f64>() / 3.0);
@@ -160,7 +160,7 @@ impl<'a> Lock<'a> {
 }
 
 fn committed(node: Node) -> Result<i64> {
-    node.status()?.int("wsrep_last_committed").ok_or_else(|| Error::msg("no wsrep_last_committed"))
+    node.status_int(StatusVar::LastCommitted)
 }
 
 /// (time, node 1's committed seqno, node 2's), at most one per second.

@@ -17,7 +17,8 @@
 use super::chart::{self, Panel, Series};
 use super::plan::BenchSpec;
 use super::sysbench::{self, Invocation};
-use crate::cluster::{Cluster, Error, Node, Result};
+use crate::cluster::{provider_setting, Cluster, Error, Node, Result, StatusVar};
+use lockstep_config::keys;
 use std::time::{Duration, Instant};
 
 const WRITERS: u32 = 64;
@@ -28,15 +29,22 @@ const RUN_LIMIT: Duration = Duration::from_secs(1800);
 /// A flow-control setting, as `wsrep_provider_options` entries.
 struct Setting {
     label: &'static str,
-    options: &'static [&'static str],
+    options: Vec<String>,
     /// Only for providers that have `lockstep.max_lag_ms`.
     needs_bound: bool,
 }
 
-const SETTINGS: [Setting; 2] = [
-    Setting { label: "fc_limit=16", options: &["gcs.fc_limit=16"], needs_bound: false },
-    Setting { label: "max_lag_ms=100", options: &["gcs.fc_limit=25000", "lockstep.max_lag_ms=100"], needs_bound: true },
-];
+fn settings() -> [Setting; 2] {
+    let fc_limit = |n: u32| provider_setting(keys::GCS_FC_LIMIT, n);
+    [
+        Setting { label: "fc_limit=16", options: vec![fc_limit(16)], needs_bound: false },
+        Setting {
+            label: "max_lag_ms=100",
+            options: vec![fc_limit(25000), provider_setting(keys::LOCKSTEP_MAX_LAG_MS, 100)],
+            needs_bound: true,
+        },
+    ]
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct PhaseFigures {
@@ -64,9 +72,9 @@ pub type ProviderRuns = (String, std::result::Result<Vec<Run>, String>);
 pub fn run(spec: &BenchSpec, log: &mut dyn FnMut(&str)) -> Vec<ProviderRuns> {
     super::runner::per_provider(spec, log, |index, cluster, say| {
         set_up(spec, cluster)?;
-        let has_bound = cluster.node(1).sql("SELECT @@wsrep_provider_options")?.concat().concat().contains("lockstep.max_lag_ms");
+        let has_bound = cluster.node(1).sql("SELECT @@wsrep_provider_options")?.concat().concat().contains(keys::LOCKSTEP_MAX_LAG_MS.name());
         let mut runs = Vec::new();
-        for setting in SETTINGS.iter().filter(|s| has_bound || !s.needs_bound) {
+        for setting in settings().iter().filter(|s| has_bound || !s.needs_bound) {
             apply(cluster, setting, has_bound)?;
             say(&format!("{}: {} s per phase", setting.label, spec.time));
             let run = run_setting(spec, index, cluster, setting)?;
@@ -99,9 +107,9 @@ fn set_up(spec: &BenchSpec, cluster: &Cluster) -> Result<()> {
 /// The setting on every node; lockstep's bound off unless the setting
 /// has it.
 fn apply(cluster: &Cluster, setting: &Setting, has_bound: bool) -> Result<()> {
-    let reset: &[&str] = if has_bound { &["lockstep.max_lag_ms=0"] } else { &[] };
+    let reset: Vec<String> = if has_bound { vec![provider_setting(keys::LOCKSTEP_MAX_LAG_MS, 0)] } else { vec![] };
     for node in cluster.nodes() {
-        for option in reset.iter().chain(setting.options) {
+        for option in reset.iter().chain(&setting.options) {
             node.sql(&format!("SET GLOBAL wsrep_provider_options = '{option}'"))?;
         }
     }
@@ -178,14 +186,14 @@ fn set_flush(node: Node, value: u32) -> Result<()> {
 }
 
 fn paused_ns(node: Node) -> Result<i64> {
-    node.status()?.int("wsrep_flow_control_paused_ns").ok_or_else(|| Error::msg("no wsrep_flow_control_paused_ns"))
+    node.status_int(StatusVar::FlowControlPausedNs)
 }
 
 /// Every node has committed what node 1 had.
 fn caught_up(cluster: &Cluster) -> Result<()> {
-    let want = cluster.node(1).status()?.int("wsrep_last_committed").unwrap_or(0);
+    let want = cluster.node(1).status()?.int(StatusVar::LastCommitted).unwrap_or(0);
     for node in cluster.nodes() {
-        node.wait_until("caught up", RUN_LIMIT, |s| s.int("wsrep_last_committed") >= Some(want))?;
+        node.wait_until("caught up", RUN_LIMIT, |s| s.int(StatusVar::LastCommitted) >= Some(want))?;
     }
     Ok(())
 }

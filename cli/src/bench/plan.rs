@@ -1,7 +1,8 @@
 //! What a benchmark run is: providers, cluster shape, the matrix of cells,
 //! and where each provider's cluster and outputs live. Pure data.
 
-use crate::cluster::{ClusterSpec, Error, Provider, Result};
+use crate::cluster::{provider_setting, ClusterSpec, Error, Provider, Result};
+use lockstep_config::keys;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -273,7 +274,7 @@ impl BenchSpec {
         }
         let given = self.segment_option_given();
         for node in (1..=self.nodes).filter(|n| !given && self.segment_of(*n) > 0) {
-            spec = spec.node_provider_option(node, format!("gmcast.segment={}", self.segment_of(node)));
+            spec = spec.node_provider_option(node, provider_setting(keys::GMCAST_SEGMENT, self.segment_of(node)));
         }
         spec
     }
@@ -286,7 +287,7 @@ impl BenchSpec {
     /// An explicit --provider-option gmcast.segment=K puts every node in
     /// K: the same delays without segments, to compare.
     pub fn segment_option_given(&self) -> bool {
-        self.provider_options.iter().any(|o| o.trim_start().starts_with("gmcast.segment"))
+        self.provider_options.iter().any(|o| o.trim_start().starts_with(keys::GMCAST_SEGMENT.name()))
     }
 
     /// Node `node`'s side for the WAN proxy (0: a caller it does not

@@ -2,6 +2,7 @@
 //! server-side counters, and plain sentences on where the time goes.
 //! Pure text from data, so it is tested without clusters.
 
+use lockstep_config::keys;
 use super::counters::Summary;
 use super::plan::{BenchSpec, Cell};
 use super::runner::{CellOutcome, ProviderRun};
@@ -72,7 +73,7 @@ fn header(spec: &BenchSpec, wall: Duration) -> String {
         None => {}
     }
     if spec.segments > 1 && spec.segment_option_given() {
-        let _ = writeln!(out, "gmcast.segment given for every node: the segments above are delays only");
+        let _ = writeln!(out, "{} given for every node: the segments above are delays only", keys::GMCAST_SEGMENT.name());
     }
     let _ = writeln!(
         out,

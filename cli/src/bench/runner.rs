@@ -7,7 +7,7 @@ use super::counters::{self, Summary};
 use super::plan::{BenchSpec, Cell};
 use super::sysbench::{self, Invocation, SysbenchResult};
 use super::wan::DelayProxy;
-use crate::cluster::{Cluster, Error, Phase, Result};
+use crate::cluster::{Cluster, Error, Phase, Result, ServerVar, StatusVar};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -236,8 +236,8 @@ fn wait_settled(cluster: &Cluster, timeout: Duration) -> Result<()> {
         let mut seen = Vec::new();
         for node in cluster.nodes() {
             let status = node.status()?;
-            let seqno = status.int("wsrep_last_committed");
-            let queue = status.int("wsrep_local_recv_queue").unwrap_or(0);
+            let seqno = status.int(StatusVar::LastCommitted);
+            let queue = status.int(StatusVar::LocalRecvQueue).unwrap_or(0);
             seen.push((seqno, queue));
         }
         let first = seen[0].0;
@@ -271,7 +271,7 @@ fn describe_positions(seen: &[(Option<i64>, i64)]) -> String {
 fn healthy(cluster: &Cluster, nodes: usize) -> bool {
     cluster.nodes().all(|node| {
         node.status()
-            .is_ok_and(|s| s.is_synced() && s.int("wsrep_cluster_size") == Some(nodes as i64))
+            .is_ok_and(|s| s.is_synced() && s.int(ServerVar::ClusterSize) == Some(nodes as i64))
     })
 }
 

@@ -19,12 +19,15 @@
 use super::chart::{self, Panel, Series};
 use super::plan::{BenchSpec, Cell, Scenario};
 use super::runner::{self, CellOutcome, ProviderRun};
-use crate::cluster::{Error, Result};
+use crate::cluster::{provider_setting, Error, Result};
+use lockstep_config::keys;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Galera's send windows for a WAN (its defaults are 4 and 2).
-const WAN_WINDOWS: [&str; 2] = ["evs.send_window=512", "evs.user_send_window=512"];
+fn wan_windows() -> [String; 2] {
+    [provider_setting(keys::EVS_SEND_WINDOW, 512), provider_setting(keys::EVS_USER_SEND_WINDOW, 512)]
+}
 
 /// One run of the matrix: what differs from the others.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,13 +41,13 @@ pub struct Setting {
 /// baseline of the across-setting ratios.
 pub fn settings(spec: &BenchSpec) -> Vec<Setting> {
     let far = spec.wan_delay_ms.unwrap_or(0);
-    let at = |label: String, delay_ms, options: &[&str]| Setting { label, delay_ms, provider_options: options.iter().map(|o| o.to_string()).collect() };
+    let at = |label: String, delay_ms, options: &[String]| Setting { label, delay_ms, provider_options: options.to_vec() };
     match spec.scenario {
         Scenario::Wan => vec![at("near".into(), Some(0), &[]), at(format!("{far}ms"), Some(far), &[])],
         Scenario::SlowNode => vec![
             at("near".into(), Some(0), &[]),
             at(format!("{far}ms"), Some(far), &[]),
-            at(format!("{far}ms-windows"), Some(far), &WAN_WINDOWS),
+            at(format!("{far}ms-windows"), Some(far), &wan_windows()),
         ],
         _ => (1..=spec.repeat).map(|i| at(format!("rep{i}"), spec.wan_delay_ms, &[])).collect(),
     }
@@ -270,7 +273,7 @@ mod tests {
         slow.wan_delay_ms = Some(7);
         let s = settings(&slow);
         assert_eq!(s.len(), 3);
-        assert_eq!(s[2].provider_options, WAN_WINDOWS.map(String::from));
+        assert_eq!(s[2].provider_options, ["evs.send_window=512", "evs.user_send_window=512"]);
         assert_eq!(s[2].delay_ms, Some(7));
     }
 

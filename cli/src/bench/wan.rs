@@ -33,7 +33,8 @@
 //! 2-core machine: a lot, every group message crosses two more sockets).
 //! A provider must honour gmcast.listen_addr for this wiring to hold.
 
-use crate::cluster::{ClusterSpec, Error, Result};
+use crate::cluster::{provider_setting, ClusterSpec, Error, Result};
+use lockstep_config::keys;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -73,7 +74,7 @@ pub fn wire(spec: &mut ClusterSpec, delay_ms: u32, side: impl Fn(usize) -> usize
     for node in 1..=spec.nodes {
         let port = spec.ports(node).gcomm;
         ports.insert(node, port);
-        let option = format!("gmcast.listen_addr=tcp://{}:{port}", node_ip(node));
+        let option = provider_setting(keys::GMCAST_LISTEN_ADDR, format!("tcp://{}:{port}", node_ip(node)));
         *spec = std::mem::take(spec).node_provider_option(node, option);
     }
     let sides = Arc::new((0..=spec.nodes).map(side).collect());

@@ -4,7 +4,8 @@
 
 use super::node::Phase;
 use super::spec::{ClusterSpec, Provider, DEFAULT_BASE_PORT, DEFAULT_DIR, PORTS_PER_NODE};
-use super::{secs, Cluster, QueryResult, Result};
+use super::{secs, Cluster, QueryResult, Result, ServerVar, StatusVar};
+use lockstep_config::Shown;
 use clap::{Args, Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
@@ -219,20 +220,25 @@ fn ready_text(cluster: &Cluster) -> String {
     text + &format!("stop:    lockstep cluster down --dir {dir}\n")
 }
 
-const STATUS_COLUMNS: &[(&str, &str)] = &[
-    ("state", "wsrep_local_state_comment"),
-    ("cluster", "wsrep_cluster_status"),
-    ("size", "wsrep_cluster_size"),
-    ("last_committed", "wsrep_last_committed"),
-    ("recv_q", "wsrep_local_recv_queue"),
-    ("send_q", "wsrep_local_send_queue"),
-    ("fc_paused", "wsrep_flow_control_paused"),
-    ("ready", "wsrep_ready"),
-];
+/// The columns of `status`: a header and the variable, as `SHOW STATUS`
+/// names it.
+fn status_columns() -> [(&'static str, String); 8] {
+    [
+        ("state", StatusVar::LocalStateComment.shown()),
+        ("cluster", ServerVar::ClusterStatus.shown()),
+        ("size", ServerVar::ClusterSize.shown()),
+        ("last_committed", StatusVar::LastCommitted.shown()),
+        ("recv_q", StatusVar::LocalRecvQueue.shown()),
+        ("send_q", StatusVar::LocalSendQueue.shown()),
+        ("fc_paused", StatusVar::FlowControlPaused.shown()),
+        ("ready", ServerVar::Ready.shown()),
+    ]
+}
 
 fn status(cluster: &Cluster) -> Result<ExitCode> {
+    let columns = status_columns();
     let mut header = vec!["node".to_string(), "pid".into(), "process".into()];
-    header.extend(STATUS_COLUMNS.iter().map(|(h, _)| h.to_string()));
+    header.extend(columns.iter().map(|(h, _)| h.to_string()));
     let mut rows = Vec::new();
     let mut all_synced = true;
     let mut problems = Vec::new();
@@ -252,14 +258,14 @@ fn status(cluster: &Cluster) -> Result<ExitCode> {
             Some(s) => {
                 all_synced &= s.is_synced();
                 row.extend(
-                    STATUS_COLUMNS
+                    columns
                         .iter()
-                        .map(|(_, var)| status_cell(s.get(var))),
+                        .map(|(_, var)| status_cell(s.get(var.as_str()))),
                 );
             }
             None => {
                 all_synced = false;
-                row.extend(STATUS_COLUMNS.iter().map(|_| "-".to_string()));
+                row.extend(columns.iter().map(|_| "-".to_string()));
                 if pid.is_some() {
                     problems.push(format!(
                         "{}: no answer on {}",

@@ -2,12 +2,19 @@
 
 use super::spec::{ClusterSpec, ExtraOptions, Provider};
 use std::fmt::Write;
+use lockstep_config::{keys, TypedKey};
 use std::path::Path;
 
-/// Generated defaults for the provider; user options override by key.
+/// Generated default for the provider; user options override by key.
 /// gcache is small because three nodes share one small disk budget in
 /// tests; raise it with `--provider-option gcache.size=...`.
-const DEFAULT_GCACHE: &str = "gcache.size=32M";
+const DEFAULT_GCACHE: &str = "32M";
+
+/// A `wsrep_provider_options` entry `name=value`, the name taken from the
+/// provider's option registry.
+pub fn provider_setting(key: impl TypedKey, value: impl std::fmt::Display) -> String {
+    format!("{}={value}", key.opt().name())
+}
 
 /// `gcomm://` with the gcomm address of every other node: where a node
 /// looks for the cluster when it joins. A one-node cluster has nobody else,
@@ -97,14 +104,14 @@ fn base_options(
 pub fn provider_options(spec: &ClusterSpec, node: usize, node_extra: &ExtraOptions) -> String {
     let ports = spec.ports(node);
     let mut options = vec![
-        format!("base_port={}", ports.gcomm),
-        format!("ist.recv_addr=127.0.0.1:{}", ports.ist),
-        DEFAULT_GCACHE.to_string(),
+        provider_setting(keys::BASE_PORT, ports.gcomm),
+        provider_setting(keys::IST_RECV_ADDR, format!("127.0.0.1:{}", ports.ist)),
+        provider_setting(keys::GCACHE_SIZE, DEFAULT_GCACHE),
     ];
     if spec.provider == Provider::Lockstep {
         // Galera refuses options it does not know; a library given by path
         // may be an older lockstep that does not know this one either.
-        options.push(format!("lockstep.metrics_addr=127.0.0.1:{}", ports.metrics));
+        options.push(provider_setting(keys::LOCKSTEP_METRICS_ADDR, format!("127.0.0.1:{}", ports.metrics)));
     }
     for option in spec.extra.provider.iter().chain(&node_extra.provider) {
         set_option(&mut options, option);

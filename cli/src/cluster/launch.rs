@@ -2,6 +2,7 @@
 
 use super::config;
 use super::node::{tail_lines, Node, Phase, Status};
+use lockstep_config::{ServerVar, Shown};
 use super::preflight::{self, Tools};
 use super::process::{self, Process};
 use super::spec::{absolute, ClusterSpec};
@@ -225,9 +226,9 @@ impl Cluster {
         let size = running.len() as i64;
         for index in running {
             let left = deadline.saturating_duration_since(Instant::now());
-            let what = format!("Synced with wsrep_cluster_size={size}");
+            let what = format!("Synced with {}={size}", ServerVar::ClusterSize.shown());
             self.node(index).wait_until(&what, left, |s| {
-                s.is_synced() && s.int("wsrep_cluster_size") == Some(size)
+                s.is_synced() && s.int(ServerVar::ClusterSize) == Some(size)
             })?;
         }
         Ok(())

@@ -30,8 +30,10 @@ mod state;
 pub mod cli;
 
 pub use client::{Conn, QueryResult};
+pub use config::provider_setting;
 pub use launch::{Cluster, StopReport};
-pub use node::{Node, Phase, Status};
+pub use lockstep_config::{ServerVar, StatusVar};
+pub use node::{Node, Phase, Status, VarName};
 pub use spec::{ClusterSpec, ExtraOptions, NodePaths, Ports, Provider, DEFAULT_DIR};
 
 use std::fmt;

@@ -6,6 +6,8 @@ use super::launch::Cluster;
 use super::process;
 use super::spec::{NodePaths, Ports};
 use super::{preflight, secs, Error, Result};
+use lockstep_config::{ServerVar, Shown, StatusVar};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -39,36 +41,69 @@ pub struct Status {
     pub vars: BTreeMap<String, String>,
 }
 
+/// How a status variable is named to [`Status`]: by its registry entry in
+/// the command's own code, or spelled out in tests, which check the
+/// server's names independently of the registry.
+pub trait VarName: Copy {
+    /// The name as `SHOW GLOBAL STATUS` lists it (`wsrep_...`).
+    fn key(&self) -> Cow<'_, str>;
+}
+
+impl VarName for StatusVar {
+    fn key(&self) -> Cow<'_, str> {
+        self.shown().into()
+    }
+}
+
+impl VarName for ServerVar {
+    fn key(&self) -> Cow<'_, str> {
+        self.shown().into()
+    }
+}
+
+impl VarName for &str {
+    fn key(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self)
+    }
+}
+
 impl Status {
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.vars.get(name).map(String::as_str)
+    /// A variable by its registry entry ([`StatusVar`] or [`ServerVar`]).
+    pub fn get(&self, var: impl VarName) -> Option<&str> {
+        self.vars.get(var.key().as_ref()).map(String::as_str)
     }
 
     /// A numeric variable (`wsrep_last_committed`, `wsrep_cluster_size` ...).
-    pub fn int(&self, name: &str) -> Option<i64> {
-        self.get(name)?.parse().ok()
+    pub fn int(&self, var: impl VarName) -> Option<i64> {
+        self.get(var)?.parse().ok()
+    }
+
+    /// A numeric variable that may have a fraction (`wsrep_apply_capacity`).
+    pub fn float(&self, var: impl VarName) -> Option<f64> {
+        self.get(var)?.parse().ok()
     }
 
     /// Synced, in the primary component, and accepting queries.
     pub fn is_synced(&self) -> bool {
-        self.get("wsrep_local_state_comment") == Some("Synced")
-            && self.get("wsrep_cluster_status") == Some("Primary")
-            && self.get("wsrep_ready") == Some("ON")
+        self.get(StatusVar::LocalStateComment) == Some("Synced")
+            && self.get(ServerVar::ClusterStatus) == Some("Primary")
+            && self.get(ServerVar::Ready) == Some("ON")
     }
 
     /// The variables that tell where a node is, for error messages.
     pub fn summary(&self) -> String {
-        let keys = [
-            "wsrep_local_state_comment",
-            "wsrep_cluster_status",
-            "wsrep_cluster_size",
-            "wsrep_ready",
-        ];
-        let parts: Vec<String> = keys
-            .iter()
-            .map(|k| format!("{k}={}", self.get(k).unwrap_or("?")))
-            .collect();
-        parts.join(" ")
+        [
+            self.pair(StatusVar::LocalStateComment),
+            self.pair(ServerVar::ClusterStatus),
+            self.pair(ServerVar::ClusterSize),
+            self.pair(ServerVar::Ready),
+        ]
+        .join(" ")
+    }
+
+    /// `wsrep_name=value`, `?` for a value missing.
+    fn pair(&self, var: impl VarName) -> String {
+        format!("{}={}", var.key(), self.get(var).unwrap_or("?"))
     }
 }
 
@@ -336,12 +371,20 @@ impl<'a> Node<'a> {
     }
 
     /// One status variable.
-    pub fn status_var(&self, name: &str) -> Result<String> {
+    pub fn status_var(&self, var: impl VarName) -> Result<String> {
         let status = self.status()?;
         status
-            .get(name)
+            .get(var)
             .map(String::from)
-            .ok_or_else(|| Error::msg(format!("{} has no status variable {name}", self.name())))
+            .ok_or_else(|| Error::msg(format!("{} has no status variable {}", self.name(), var.key())))
+    }
+
+    /// One numeric status variable; the error names it when it is
+    /// missing or not a number.
+    pub fn status_int(&self, var: impl VarName) -> Result<i64> {
+        let text = self.status_var(var)?;
+        text.parse()
+            .map_err(|_| Error::msg(format!("{}: {} is {text:?}, not a number", self.name(), var.key())))
     }
 
     fn not_running_or(&self, e: Error) -> Error {
@@ -464,7 +507,7 @@ mod tests {
             status.vars.insert(k.into(), v.into());
         }
         assert!(status.is_synced());
-        assert_eq!(status.int("wsrep_last_committed"), Some(42));
+        assert_eq!(status.int(StatusVar::LastCommitted), Some(42));
         status.vars.insert("wsrep_ready".into(), "OFF".into());
         assert!(!status.is_synced());
         assert!(status.summary().contains("wsrep_ready=OFF"));

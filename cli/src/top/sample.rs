@@ -2,7 +2,7 @@
 //! the row `lockstep top` shows for it, rates from two readings.
 
 use mysql::prelude::Queryable;
-use crate::cluster::Status;
+use crate::cluster::{ServerVar, Status, StatusVar};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -93,40 +93,45 @@ pub fn row(label: &str, prev: Option<&Sample>, cur: &Sample, leader: Option<Stri
         r[1] = "unreachable".into();
         return r;
     }
-    let text = |k: &str| cur.status.get(k).unwrap_or("-").to_string();
-    let rate = |k: &str| rate_of(prev, cur, k).map_or("-".into(), |r| format!("{r:.0}"));
-    let paused = rate_of(prev, cur, "wsrep_flow_control_paused_ns").map_or("-".into(), |ns| format!("{:.0}%", ns / 1e7));
-    let cluster = format!("{}/{}", text("wsrep_cluster_status"), text("wsrep_cluster_size"));
-    let capacity = cur.status.get("wsrep_apply_capacity").and_then(|v| v.parse::<f64>().ok()).map_or("-".into(), |c| format!("{c:.0}"));
+    let st = &cur.status;
+    let rate = |k: StatusVar| rate_of(prev, cur, k).map_or("-".into(), |r| format!("{r:.0}"));
+    let paused = rate_of(prev, cur, StatusVar::FlowControlPausedNs).map_or("-".into(), |ns| format!("{:.0}%", ns / 1e7));
+    let cluster = format!("{}/{}", dash(st.get(ServerVar::ClusterStatus)), dash(st.get(ServerVar::ClusterSize)));
+    let capacity = st.float(StatusVar::ApplyCapacity).map_or("-".into(), |c| format!("{c:.0}"));
     [
         label.into(),
-        text("wsrep_local_state_comment"),
+        dash(st.get(StatusVar::LocalStateComment)),
         cluster,
         leader.unwrap_or_else(|| "-".into()),
-        text("wsrep_local_recv_queue"),
-        text("wsrep_local_send_queue"),
+        dash(st.get(StatusVar::LocalRecvQueue)),
+        dash(st.get(StatusVar::LocalSendQueue)),
         paused,
-        rate("wsrep_flow_control_sent"),
-        rate("wsrep_last_committed"),
-        rate("wsrep_local_commits"),
-        text("wsrep_apply_lag_ms"),
+        rate(StatusVar::FlowControlSent),
+        rate(StatusVar::LastCommitted),
+        rate(StatusVar::LocalCommits),
+        dash(st.get(StatusVar::ApplyLagMs)),
         capacity,
     ]
 }
 
+/// A value as a cell: "-" where the node does not report it.
+fn dash(value: Option<&str>) -> String {
+    value.unwrap_or("-").into()
+}
+
 /// Per second, from two readings of counter `key`.
-fn rate_of(prev: Option<&Sample>, cur: &Sample, key: &str) -> Option<f64> {
+fn rate_of(prev: Option<&Sample>, cur: &Sample, key: StatusVar) -> Option<f64> {
     let prev = prev?;
     let secs = cur.at?.checked_duration_since(prev.at?)?.as_secs_f64();
-    let (a, b): (f64, f64) = (prev.status.get(key)?.parse().ok()?, cur.status.get(key)?.parse().ok()?);
+    let (a, b) = (prev.status.float(key)?, cur.status.float(key)?);
     (secs > 0.0 && b >= a).then(|| (b - a) / secs)
 }
 
 /// Which watched node leads: the one whose `wsrep_local_index` is the
 /// `wsrep_leader_index` its members report (lockstep only).
 pub fn leader(samples: &[(&str, &Sample)]) -> Option<String> {
-    let index = samples.iter().find_map(|(_, s)| s.status.int("wsrep_leader_index").filter(|i| *i >= 0))?;
-    let found = samples.iter().find(|(_, s)| s.status.int("wsrep_local_index") == Some(index));
+    let index = samples.iter().find_map(|(_, s)| s.status.int(StatusVar::LeaderIndex).filter(|i| *i >= 0))?;
+    let found = samples.iter().find(|(_, s)| s.status.int(ServerVar::LocalIndex) == Some(index));
     Some(found.map_or_else(|| format!("#{index}"), |(name, _)| name.to_string()))
 }
 

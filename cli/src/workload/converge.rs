@@ -2,7 +2,8 @@
 //! own counters over a run (what Galera or lockstep did to get there).
 
 use super::{Error, Result};
-use crate::cluster::{Cluster, Node};
+use crate::cluster::{Cluster, Node, ServerVar, StatusVar};
+use lockstep_config::Shown;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -42,7 +43,8 @@ pub fn wait_converged(cluster: &Cluster, timeout: Duration) -> Result<Converged>
         }
         if started.elapsed() >= timeout {
             return Err(Error::Timeout(format!(
-                "wsrep_last_committed still differs after {:.1}s: {}",
+                "{} still differs after {:.1}s: {}",
+                StatusVar::LastCommitted.shown(),
                 timeout.as_secs_f64(),
                 describe(&seqnos)
             )));
@@ -53,7 +55,7 @@ pub fn wait_converged(cluster: &Cluster, timeout: Duration) -> Result<Converged>
 
 fn last_committed(node: Node) -> std::result::Result<i64, String> {
     let value = node
-        .status_var("wsrep_last_committed")
+        .status_var(StatusVar::LastCommitted)
         .map_err(|e| format!("(no answer: {e})"))?;
     value.parse().map_err(|_| format!("({value:?})"))
 }
@@ -114,12 +116,12 @@ fn node_counters(node: Node) -> Result<Counters> {
     })?;
     Ok(Counters {
         node: node.index(),
-        cert_failures: status.int("wsrep_local_cert_failures"),
-        bf_aborts: status.int("wsrep_local_bf_aborts"),
-        replays: status.int("wsrep_local_replays"),
-        fc_paused_ns: status.int("wsrep_flow_control_paused_ns"),
-        fc_sent: status.int("wsrep_flow_control_sent"),
-        last_committed: status.int("wsrep_last_committed"),
+        cert_failures: status.int(StatusVar::LocalCertFailures),
+        bf_aborts: status.int(ServerVar::LocalBfAborts),
+        replays: status.int(StatusVar::LocalReplays),
+        fc_paused_ns: status.int(StatusVar::FlowControlPausedNs),
+        fc_sent: status.int(StatusVar::FlowControlSent),
+        last_committed: status.int(StatusVar::LastCommitted),
     })
 }
 

@@ -13,6 +13,7 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
 use crate::node::{Node, StatValue};
+use lockstep_config::ServerVar;
 
 const PREFIX: &str = "mysql_global_status_wsrep_";
 
@@ -24,15 +25,15 @@ pub fn render(node: &Node) -> String {
         add(&mut reg, &name, var.doc(), &value);
     }
     let c = node.cluster_status();
-    let server: [(&str, &str, StatValue); 5] = [
-        ("cluster_status", "Primary, non-Primary or Disconnected, as the server shows it", StatValue::Str(c.status.into())),
-        ("cluster_size", "Members in this node's view", StatValue::Int(c.size)),
-        ("cluster_conf_id", "Primary views seen by the cluster (-1: none)", StatValue::Int(c.conf_id)),
-        ("local_index", "This node's index in its view", StatValue::Int(c.local_index)),
-        ("cluster_state_uuid", "UUID of the history the view belongs to", StatValue::Str(c.state_uuid)),
+    let server = [
+        (ServerVar::ClusterStatus, StatValue::Str(c.status.into())),
+        (ServerVar::ClusterSize, StatValue::Int(c.size)),
+        (ServerVar::ClusterConfId, StatValue::Int(c.conf_id)),
+        (ServerVar::LocalIndex, StatValue::Int(c.local_index)),
+        (ServerVar::ClusterStateUuid, StatValue::Str(c.state_uuid)),
     ];
-    for (name, help, value) in server {
-        add(&mut reg, &format!("{PREFIX}{name}"), help, &value);
+    for (var, value) in server {
+        add(&mut reg, &format!("{PREFIX}{}", var.name()), var.doc(), &value);
     }
     reg.register(
         "lockstep_repl_latency_seconds",
