@@ -1324,7 +1324,7 @@ impl Driver {
             match &mut self.events[i] {
                 GroupEvent::View(v) if v.primary => v.my_idx = -1,
                 GroupEvent::View(_) => self.events[i] = GroupEvent::View(self.state.view()),
-                GroupEvent::StateTransfer { .. } => {
+                GroupEvent::StateTransfer { .. } | GroupEvent::StateTransferFailed { .. } => {
                     self.events.remove(i);
                     continue;
                 }

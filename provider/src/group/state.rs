@@ -118,6 +118,10 @@ pub enum GroupEvent {
     /// the group position when it was ordered (the donor's state is at
     /// least this).
     StateTransfer { joiner: Uuid, donor: Result<Uuid, DonorError>, request: Bytes, ist: IstRequest, seqno: Seqno },
+    /// A donor reported that its state transfer failed (its Join carried
+    /// the server's error code, as Galera's does): its joiner will never
+    /// receive the state.
+    StateTransferFailed { donor: Uuid, code: i64 },
     /// The origin's unordered proposals up to `token` are dead.
     Fenced { origin: Uuid, token: u64 },
     /// A piece of the origin's writeset `token` was committed: `bytes` of
@@ -279,7 +283,7 @@ impl GroupState {
     pub fn apply(&mut self, entry: Entry, out: &mut Vec<GroupEvent>) {
         match entry {
             Entry::Ordered { origin, token, payload } => self.order(origin, token, payload, out),
-            Entry::MemberState { member, transition, .. } => self.transition(member, transition, out),
+            Entry::MemberState { member, transition, seqno } => self.transition(member, transition, seqno, out),
             Entry::StateRequest { joiner, donors, ist, request } => self.state_request(joiner, &donors, ist, request, out),
             Entry::Fence { origin, token } => {
                 let t = self.fenced.entry(origin).or_default();
@@ -445,7 +449,10 @@ impl GroupState {
         View { history: self.history, seqno: self.seqno, conf_id: self.conf_id, primary: true, members, my_idx }
     }
 
-    fn transition(&mut self, id: Uuid, t: Transition, out: &mut Vec<GroupEvent>) {
+    /// `seqno`: where the member's state is; a donor's negative Join
+    /// seqno is its transfer's error code instead (Galera's rule; members
+    /// never join at a negative position otherwise).
+    fn transition(&mut self, id: Uuid, t: Transition, seqno: Seqno, out: &mut Vec<GroupEvent>) {
         if t == Transition::Rejoin {
             return self.rejoin(id, out);
         }
@@ -462,6 +469,9 @@ impl GroupState {
                 m.state = MemberState::Donor;
             }
             Transition::Join => {
+                if seqno < 0 && m.state == MemberState::Donor {
+                    out.push(GroupEvent::StateTransferFailed { donor: id, code: seqno });
+                }
                 m.desync_count = m.desync_count.saturating_sub(1);
                 if m.desync_count == 0 && matches!(m.state, MemberState::Donor | MemberState::Joiner) {
                     m.state = MemberState::Joined;

@@ -77,19 +77,28 @@ impl Pending {
 /// The node's end of the group: owned by the group thread.
 pub(super) struct NodeDelivery(pub Arc<Shared>);
 
+impl NodeDelivery {
+    /// Leaving waits for the driver, which this thread runs: another
+    /// thread leaves.
+    fn off_driver(&self, name: &str, leave: fn(&Shared)) {
+        let shared = self.0.clone();
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || leave(&shared))
+            .map(drop)
+            .unwrap_or_else(|e| log::error!("cannot start leaving the cluster: {}", e));
+    }
+}
+
 impl Delivery for NodeDelivery {
     fn deliver(&mut self, events: &mut Vec<GroupEvent>) {
         for ev in events.drain(..) {
             match ev {
-                // Leaving waits for the driver, which this thread runs:
-                // another thread leaves.
-                GroupEvent::Halted { .. } => {
-                    let shared = self.0.clone();
-                    std::thread::Builder::new()
-                        .name("lockstep-halt".into())
-                        .spawn(move || shared.leave_inconsistent())
-                        .map(drop)
-                        .unwrap_or_else(|e| log::error!("cannot start leaving the cluster: {}", e));
+                GroupEvent::Halted { .. } => self.off_driver("lockstep-halt", Shared::leave_inconsistent),
+                GroupEvent::StateTransferFailed { donor, code } => {
+                    if self.0.on_state_transfer_failed(donor, code) {
+                        self.off_driver("lockstep-abort", |s| s.abort_join());
+                    }
                 }
                 ev => self.0.on_event(ev),
             }
@@ -133,8 +142,8 @@ impl Shared {
             GroupEvent::Restored { node, view } => self.on_restored(&node, view),
             GroupEvent::Rejoining => self.on_rejoining(),
             GroupEvent::Bootstrapping => self.status().bootstrapping = true,
-            // NodeDelivery::deliver takes it (leaving needs an Arc).
-            GroupEvent::Halted { .. } => {}
+            // NodeDelivery::deliver takes them (leaving needs an Arc).
+            GroupEvent::Halted { .. } | GroupEvent::StateTransferFailed { .. } => {}
         }
     }
 

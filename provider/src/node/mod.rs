@@ -96,6 +96,9 @@ struct NodeStatus {
     /// `wsrep_sst_donor`, as given to connect.
     donors: String,
     sst: sst::Sst,
+    /// Joiner of each donor's state transfer under way (for the log line
+    /// when a donor reports that its transfer failed). One per donor.
+    transfers: std::collections::HashMap<Uuid, Uuid>,
     /// Members of the last primary view (safe_to_bootstrap at close).
     last_primary_members: usize,
 }
@@ -271,6 +274,7 @@ impl Node {
                 rejoining: false,
                 donors: String::new(),
                 sst: sst::Sst::None,
+                transfers: Default::default(),
                 last_primary_members: 0,
             }),
             status_cv: Condvar::new(),

@@ -118,7 +118,8 @@ impl Shared {
     fn member_transition(&self, t: Transition) -> bool {
         let Some(group) = self.group() else { return false };
         let epoch = self.status().member_epoch;
-        if group.member_state(t, self.apply.last_left()).is_err() {
+        // Never negative: a donor's negative Join is a failed transfer.
+        if group.member_state(t, self.apply.last_left().max(0)).is_err() {
             return false;
         }
         let deadline = Instant::now() + TRANSITION_WAIT;

@@ -22,8 +22,8 @@ pub(super) enum Sst {
     Requested,
     /// No donor could be chosen: ask again after a pause.
     Retry,
-    /// A donor was chosen; the server's script is copying the data.
-    Transferring,
+    /// This donor was chosen; the server's script is copying the data.
+    Transferring(Uuid),
     /// The server called `sst_received`.
     Received(Gtid),
     Failed(i32),
@@ -50,8 +50,9 @@ impl Shared {
     /// the transfer failed (the node cannot continue).
     pub(super) fn join_by_state_transfer(&self, ctx: RecvCtx, view: &View) -> bool {
         let Some(req) = self.app.sst_request() else {
-            log::error!("the server could not prepare a state transfer request");
-            return false;
+            // Galera's words; the server logged why.
+            log::error!("SST request callback failed. This is unrecoverable, restart required.");
+            self.abort_join()
         };
         if is_request(&req, b"trivial") || is_request(&req, b"none") {
             // No data moves: the node starts from the group's position.
@@ -74,11 +75,13 @@ impl Shared {
             }
             match self.wait_sst(ist_only) {
                 Sst::Retry => std::thread::sleep(RETRY_AFTER),
-                Sst::Transferring => return self.caught_up_running(ctx, own, view, receiver.is_some()),
+                Sst::Transferring(_) => return self.caught_up_running(ctx, own, view, receiver.is_some()),
                 Sst::Received(gtid) => return self.state_received(ctx, gtid, view, receiver.is_some()),
+                // Shutting down while joining: the server stops on its own.
+                Sst::Failed(_) if self.status().closed => return false,
                 Sst::Failed(rc) => {
-                    log::error!("State transfer failed ({}): the node cannot join and must be restarted", rc);
-                    return false;
+                    log::error!("SST failed: {} ({}): this node cannot join; restart required", rc, std::io::Error::from_raw_os_error(-rc));
+                    self.abort_join()
                 }
                 s => unreachable!("wait_sst returned {:?}", s),
             }
@@ -152,7 +155,7 @@ impl Shared {
         let mut st = self.status();
         loop {
             match st.sst {
-                Sst::Transferring if until_donor => return Sst::Transferring,
+                s @ Sst::Transferring(_) if until_donor => return s,
                 s @ (Sst::Retry | Sst::Received(_) | Sst::Failed(_)) => {
                     st.sst = Sst::Requested;
                     return s;
@@ -182,12 +185,43 @@ impl Shared {
             ),
             Err(e) => log::warning!("Member {} requested state transfer but no donor is available ({:?}); it will retry", name(joiner), e),
         }
+        if let Ok(d) = donor {
+            self.status().transfers.insert(d, joiner);
+        }
         if joiner == self.my_id() {
-            self.set_sst(if donor.is_ok() { Sst::Transferring } else { Sst::Retry });
+            self.set_sst(donor.map_or(Sst::Retry, Sst::Transferring));
         }
         if donor == Ok(self.my_id()) {
             self.queue.push(super::applier::Item::Donate { request, seqno, joiner, ist });
         }
+    }
+
+    /// A donor's transfer failed (see `GroupEvent::StateTransferFailed`):
+    /// every member says so in Galera's words. True on its joiner, which
+    /// would wait for the state forever: its server's script waits for
+    /// data that will not come.
+    pub(super) fn on_state_transfer_failed(&self, donor: Uuid, code: i64) -> bool {
+        let joiner = self.status().transfers.remove(&donor);
+        let peer = joiner.map_or_else(|| "its joiner".to_string(), |j| self.member_name(j));
+        let why = std::io::Error::from_raw_os_error(code.unsigned_abs().min(i32::MAX as u64) as i32);
+        log::warning!("{}: State transfer to {} failed: {} ({})", self.member_name(donor), peer, code, why);
+        if joiner != Some(self.my_id()) || !matches!(self.status().sst, Sst::Transferring(d) if d == donor) {
+            return false;
+        }
+        log::error!("Will never receive state. Need to abort.");
+        true
+    }
+
+    /// What Galera's joiner does once its state will never come (no
+    /// request, a failed transfer): it leaves the group (so the others
+    /// keep their quorum) and ends the process. Like Galera's abort, but
+    /// without a core dump or the server's crash report: nothing in this
+    /// process can finish the join (the server waits for the state in its
+    /// startup), and the server has no call to be told to stop.
+    pub(super) fn abort_join(&self) -> ! {
+        self.leave_inconsistent();
+        // SAFETY: _exit ends the process at once; nothing runs after it.
+        unsafe { libc::_exit(1) }
     }
 
     fn member_name(&self, id: Uuid) -> String {
@@ -200,7 +234,7 @@ impl Shared {
     /// transferred data holds (or a failure).
     pub fn sst_received(&self, gtid: Gtid, rcode: i32) -> Status {
         let st = self.status().sst;
-        if !matches!(st, Sst::Requested | Sst::Transferring | Sst::Retry) {
+        if !matches!(st, Sst::Requested | Sst::Transferring(_) | Sst::Retry) {
             log::warning!("sst_received while not joining ({:?})", st);
             return Status::ConnFail;
         }
@@ -256,7 +290,8 @@ impl Shared {
         log::info!("donating state {} (request ordered at {})", state, seqno);
         self.expect_sst_sent(joiner, &ist, seqno);
         if !self.app.sst_donate(ctx, request, state, false) {
-            log::error!("the server could not start the state transfer; rejoining");
+            // Galera's words (mtr suppresses them where a test provokes it).
+            log::error!("SST failed: the server did not start its donor script; rejoining");
             self.sst_sent(Gtid::new(state.uuid, SEQNO_UNDEFINED), -libc::ECANCELED);
         }
     }
@@ -276,8 +311,11 @@ impl Shared {
                 self.ist_after_sst(gtid, sst);
             }
         }
+        // Galera's donor joins with the error code as its position: the
+        // group tells the joiner that its state will not come.
+        let at = if rcode < 0 { rcode as Seqno } else { gtid.seqno.max(0) };
         match self.group() {
-            Some(g) if g.member_state(Transition::Join, gtid.seqno).is_ok() => Status::Ok,
+            Some(g) if g.member_state(Transition::Join, at).is_ok() => Status::Ok,
             _ => Status::ConnFail,
         }
     }

@@ -276,3 +276,22 @@ fn an_arbitrator_never_donates_and_never_votes() {
     assert_eq!(g.select_donor(c, ""), Ok(a));
     assert_eq!(g.counted(), vec![a], "votes are counted among the members that apply");
 }
+
+#[test]
+fn a_donor_that_joins_with_an_error_code_fails_its_transfer_on_every_member() {
+    let (a, c) = (Uuid::random(), Uuid::random());
+    let mut g = boot(a, 5);
+    membership(&mut g, Membership::Add { member: member(c, "node2") });
+    let ist = crate::group::IstRequest { position: (Uuid::NIL, -1), addr: String::new() };
+    apply(&mut g, Entry::StateRequest { joiner: c, donors: "".into(), ist, request: Bytes::from_static(b"x") });
+    assert_eq!(g.member(a).unwrap().state, MemberState::Donor);
+    let out = apply(&mut g, Entry::MemberState { member: a, transition: Transition::Join, seqno: -125 });
+    assert_eq!(out.first(), Some(&GroupEvent::StateTransferFailed { donor: a, code: -125 }), "{out:?}");
+    assert_eq!(g.member(a).unwrap().state, MemberState::Joined, "the donor goes on, as Galera's");
+    // A joiner's own Join, and a donor's at a position, fail nothing.
+    let out = apply(&mut g, Entry::MemberState { member: c, transition: Transition::Join, seqno: -1 });
+    assert!(!out.iter().any(|e| matches!(e, GroupEvent::StateTransferFailed { .. })), "{out:?}");
+    apply(&mut g, Entry::MemberState { member: a, transition: Transition::Desync, seqno: 9 });
+    let out = apply(&mut g, Entry::MemberState { member: a, transition: Transition::Join, seqno: 9 });
+    assert!(!out.iter().any(|e| matches!(e, GroupEvent::StateTransferFailed { .. })), "{out:?}");
+}
