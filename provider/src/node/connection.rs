@@ -72,7 +72,8 @@ impl Shared {
         }
         self.in_view.store(false, std::sync::atomic::Ordering::SeqCst);
         self.entered_at.store(SEQNO_UNDEFINED, std::sync::atomic::Ordering::SeqCst);
-        *self.joined_from.lock().unwrap_or_else(|e| e.into_inner()) = self.last_committed();
+        let from = if self.inconsistent.load(std::sync::atomic::Ordering::SeqCst) { crate::gtid::Gtid::UNDEFINED } else { self.last_committed() };
+        *self.joined_from.lock().unwrap_or_else(|e| e.into_inner()) = from;
         self.drain_to.store(SEQNO_UNDEFINED, std::sync::atomic::Ordering::SeqCst);
         let me = {
             let mut me = self.me.write().unwrap_or_else(|e| e.into_inner());
@@ -170,6 +171,7 @@ impl Shared {
     /// that found the failure; another one (or this one, once back in
     /// `recv`) delivers the final view.
     pub(super) fn leave_inconsistent(&self) {
+        self.inconsistent.store(true, std::sync::atomic::Ordering::SeqCst);
         let left = self.leave_group(|| {
             let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
             super::view_state::remove(saved.dir());

@@ -36,7 +36,7 @@ pub mod types;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
 pub use settings::Settings;
@@ -191,6 +191,11 @@ pub struct Shared {
     /// What the data held when this connection began: where a joiner's
     /// IST starts.
     joined_from: Mutex<Gtid>,
+    /// This node left as inconsistent (a lost vote, an entry it cannot
+    /// read): its data is no prefix of the cluster's, so its next join
+    /// needs a full state transfer, not IST from where it stopped. Set
+    /// until a state is installed.
+    inconsistent: AtomicBool,
     /// How many times the group went on without this node (it rejoined):
     /// a streaming transaction begun before is orphaned (see
     /// `local::orphaned`).
@@ -303,6 +308,7 @@ impl Node {
             ist: Default::default(),
             after_sst: Mutex::new(None),
             joined_from: Mutex::new(Gtid::UNDEFINED),
+            inconsistent: AtomicBool::new(false),
             rejoins: AtomicU64::new(0),
             drain_to: AtomicI64::new(SEQNO_UNDEFINED),
             entered_at: AtomicI64::new(SEQNO_UNDEFINED),

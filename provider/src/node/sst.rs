@@ -264,6 +264,7 @@ impl Shared {
         self.apply.reset(gtid.seqno);
         self.commit.reset(gtid.seqno);
         self.set_sst(Sst::None);
+        self.inconsistent.store(false, Ordering::SeqCst);
         log::info!("state installed at {}; applying what was ordered since", gtid);
         // Older than where this node entered the group: the seqnos in
         // between come from the donor's IST.
