@@ -3,6 +3,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::state::NodeState;
 use super::types::Status;
 use super::Shared;
 use crate::gtid::Gtid;
@@ -12,6 +13,14 @@ impl Shared {
     /// call (`upto` None: a Raft ReadIndex gives that seqno) or up to
     /// `upto`. `tout` is in seconds; -1 means `repl.causal_read_timeout`.
     pub fn sync_wait(&self, upto: Option<Gtid>, tout: i32, out: Option<&mut Gtid>) -> Status {
+        if self.node_state() == NodeState::Joining {
+            // No state to read yet. Waiting would last until the transfer
+            // ends or the timeout, and the reader may be the transfer
+            // itself (mysqldump's script queries the joiner with the
+            // server's wsrep_sync_wait): fail at once, as Galera's joiner
+            // answers at once.
+            return Status::TrxFail;
+        }
         let deadline = self.causal_deadline(tout);
         let target = match upto {
             Some(g) if !g.uuid.is_nil() && g.uuid != self.history() => return Status::TrxMissing,
