@@ -80,7 +80,7 @@ impl Shared {
                 // Shutting down while joining: the server stops on its own.
                 Sst::Failed(_) if self.status().closed => return false,
                 Sst::Failed(rc) => {
-                    log::error!("SST failed: {} ({}): this node cannot join; restart required", rc, std::io::Error::from_raw_os_error(-rc));
+                    log::error!("SST failed: {} ({}): this node cannot join; restart required", rc, std::io::Error::from_raw_os_error(rc.saturating_neg()));
                     self.abort_join()
                 }
                 s => unreachable!("wait_sst returned {:?}", s),
