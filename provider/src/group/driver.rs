@@ -525,7 +525,11 @@ impl Driver {
     /// A fire-and-forget proposal (member state, state request, rollback
     /// fragment) Raft drops is kept and retried once a leader is known.
     fn propose_or_keep(&mut self, data: Vec<u8>) {
-        if self.hold_sync(&data) {
+        let entry = Entry::decode(&Bytes::copy_from_slice(&data)).ok();
+        if let Some(e) = &entry {
+            self.incarnation.unconfirmed.sent(self.me.id, e, &data, &self.state, self.clock.now());
+        }
+        if self.hold_sync(entry.as_ref(), &data) {
             return;
         }
         if let Err(raft::Error::ProposalDropped) = self.incarnation.raw.propose(vec![], data.clone()) {
@@ -545,13 +549,13 @@ impl Driver {
     /// rejoined, and garbd). Galera counts every member of a view alike.
     /// Bounded: one held entry, proposed on the tick the promotion is
     /// applied (see `release_sync`).
-    fn hold_sync(&mut self, data: &[u8]) -> bool {
+    fn hold_sync(&mut self, entry: Option<&Entry>, data: &[u8]) -> bool {
         let voter = self.state.member(self.me.id).is_some_and(|m| m.voter);
         if voter {
             return false;
         }
-        match Entry::decode(&Bytes::copy_from_slice(data)) {
-            Ok(Entry::MemberState { member, transition: Transition::Sync, .. }) if member == self.me.id => {
+        match entry {
+            Some(Entry::MemberState { member, transition: Transition::Sync, .. }) if *member == self.me.id => {
                 self.incarnation.held_sync = Some(data.to_vec());
                 true
             }
@@ -583,6 +587,9 @@ impl Driver {
             let _ = self.incarnation.raw.propose(vec![], Entry::Fence { origin: self.me.id, token }.encode());
         }
         for data in std::mem::take(&mut self.incarnation.dropped) {
+            self.propose_or_keep(data);
+        }
+        for data in self.incarnation.unconfirmed.due(self.me.id, &self.state, self.clock.now()) {
             self.propose_or_keep(data);
         }
     }
@@ -858,6 +865,7 @@ impl Driver {
                 if matches!(entry, Entry::MemberState { member, transition: Transition::Rejoin, .. } if member == self.me.id) {
                     self.incarnation.quorum.rejoined();
                 }
+                self.incarnation.unconfirmed.committed(self.me.id, &entry);
                 let before = self.events.len();
                 self.state.apply(entry, &mut self.events);
                 self.drop_stale(index, before);

@@ -18,6 +18,7 @@ use raft::RawNode;
 
 use super::log::GroupLog;
 use super::quorum::Quorum;
+use super::unconfirmed::Unconfirmed;
 use super::weights::Gate;
 use crate::gtid::{Seqno, Uuid};
 
@@ -49,6 +50,8 @@ pub(crate) struct Incarnation {
     /// This member's Sync transition, held until the member votes (see
     /// `Driver::hold_sync`).
     pub(super) held_sync: Option<Vec<u8>>,
+    /// This member's requests proposed again until seen committed.
+    pub(super) unconfirmed: Unconfirmed,
 }
 
 impl Incarnation {
@@ -74,6 +77,7 @@ impl Incarnation {
             reads_asked: Vec::new(),
             reads_ready: Vec::new(),
             held_sync: None,
+            unconfirmed: Unconfirmed::default(),
         }
     }
 }

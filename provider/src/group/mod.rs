@@ -36,6 +36,7 @@ pub mod snapshot_watch;
 pub mod state;
 pub mod sequence;
 pub mod step;
+mod unconfirmed;
 
 use std::sync::atomic::{AtomicU8, Ordering as AtomicOrdering};
 use std::sync::mpsc::{channel, RecvTimeoutError};

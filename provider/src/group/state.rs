@@ -40,6 +40,11 @@ pub struct Member {
     pub voter: bool,
     /// `pc.weight` (see `group::weights`).
     pub weight: u32,
+    /// A joiner whose state request was served (a donor was chosen; Galera's
+    /// joiner leaves PRIM for JOINER then). A repeated request, which the
+    /// joiner sends when no answer came (a forwarded proposal can be lost
+    /// with a link), is not served twice.
+    pub donor_chosen: bool,
 }
 
 /// A configuration as the server sees it in `view_cb`.
@@ -383,7 +388,7 @@ impl GroupState {
         self.history = history;
         self.seqno = position.max(0);
         self.component = Some(Component { former: member.id, from: position });
-        self.members = vec![Member { info: member, state: MemberState::Synced, desync_count: 0, voter: true, weight: weights::DEFAULT }];
+        self.members = vec![Member { info: member, state: MemberState::Synced, desync_count: 0, voter: true, weight: weights::DEFAULT, donor_chosen: false }];
         self.primary_view(out);
         let m = &self.members[0];
         out.push(GroupEvent::MemberState { member: m.info.id, state: m.state, desync_count: 0 });
@@ -405,7 +410,7 @@ impl GroupState {
             return; // a retried join
         }
         let id = member.id;
-        self.members.push(Member { info: member, state: MemberState::Joiner, desync_count: 0, voter: false, weight: weights::DEFAULT });
+        self.members.push(Member { info: member, state: MemberState::Joiner, desync_count: 0, voter: false, weight: weights::DEFAULT, donor_chosen: false });
         self.primary_view(out);
         out.push(GroupEvent::MemberState { member: id, state: MemberState::Joiner, desync_count: 0 });
     }
@@ -503,11 +508,12 @@ impl GroupState {
     }
 
     fn state_request(&mut self, joiner: Uuid, donors: &str, ist: IstRequest, request: Bytes, out: &mut Vec<GroupEvent>) {
-        if self.member(joiner).is_none_or(|m| m.state != MemberState::Joiner) {
+        if self.member(joiner).is_none_or(|m| m.state != MemberState::Joiner || m.donor_chosen) {
             return; // left, or already served by an earlier request
         }
         let donor = self.select_donor(joiner, donors);
         if let Ok(d) = donor {
+            self.member_mut(joiner).expect("checked above").donor_chosen = true;
             let m = self.member_mut(d).expect("selected donors are members");
             m.desync_count += 1;
             m.state = MemberState::Donor;

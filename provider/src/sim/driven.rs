@@ -107,6 +107,10 @@ struct SimNode {
     rejoining: bool,
     /// The consistency vote, as `node::vote` plays it.
     votes: SimVotes,
+    /// The member state whose transition (a joiner's Join, a joined
+    /// member's Sync) this node sent: once, as the node layer sends it,
+    /// so that a lost one is the driver's to send again.
+    reported: Option<MemberState>,
 }
 
 /// A member whose "data" diverged: it fails the next writeset it applies
@@ -195,6 +199,8 @@ impl SimNode {
                 self.notes.push(Note::Restored { seqno: view.seqno });
             }
             GroupEvent::Rejoining => {
+                // The node joins its new incarnation's group anew.
+                self.reported = None;
                 self.cert.reset(SEQNO_UNDEFINED);
                 self.in_view = false;
                 self.rejoining = true;
@@ -278,7 +284,7 @@ impl Driven {
     /// What the server's node layer does each tick: its appliers work
     /// through the backlog; past the upper limit it asks the group to
     /// stop, under the lower one to go on; a member with its state reports
-    /// Joined, then Synced once the backlog is drained.
+    /// Joined, then Synced once the backlog is drained, each once.
     fn node_tick(&mut self) {
         let (backlog, in_view) = {
             let mut n = self.node();
@@ -300,7 +306,15 @@ impl Driven {
             Some(MemberState::Joined) if backlog == 0 => Some(Transition::Sync),
             _ => None,
         };
-        if let Some(transition) = transition {
+        let first = {
+            let mut n = self.node();
+            if n.reported.is_some() && n.reported != own {
+                n.reported = None;
+            }
+            transition.is_some() && n.reported.is_none()
+        };
+        if let Some(transition) = transition.filter(|_| first) {
+            self.node().reported = own;
             let seqno = self.driver.group_state().seqno();
             self.command(Command::Send(Entry::MemberState { member: self.info.id, transition, seqno }.encode()));
         }
@@ -377,6 +391,7 @@ impl Driven {
             last_view: None,
             rejoining: false,
             votes: SimVotes { me: id, ..SimVotes::default() },
+            reported: None,
         }));
         let (commands, inbox) = crate::group::commands::queue();
         let links = Arc::new(SimLinks { out: Mutex::default(), segmented, index });

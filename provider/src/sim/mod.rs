@@ -633,8 +633,8 @@ impl Sim {
     /// answered every writeset of its clients, ordered or failed (the
     /// driver fails one that made no progress for its give-up time, 15 s,
     /// and all of them when it leaves the primary component; the load
-    /// stops `SETTLE_MS` before the end); every node up is a primary
-    /// member of the final view at the leader's position.
+    /// stops `SETTLE_MS` before the end); every node up is a synced
+    /// primary member of the final view at the leader's position.
     fn finish(&mut self) -> Result<(), String> {
         let survivors: Vec<usize> = (0..self.members.len()).filter(|i| !self.crashed[*i]).collect();
         for &i in &survivors {
@@ -668,6 +668,10 @@ impl Sim {
             let m = &self.members[i];
             if !view.contains(&m.id()) {
                 stuck.push(format!("node{} is up but not in the final view", i + 1));
+            } else if let Some(s) = self.members[leader].state().member(m.id()).map(|s| s.state).filter(|s| *s != crate::group::MemberState::Synced) {
+                // Its Join or Sync was lost and never sent again: a
+                // server that is never ready.
+                stuck.push(format!("node{} is {:?} in the leader's group state, not Synced", i + 1, s));
             } else if !m.is_primary() || m.position() != top {
                 stuck.push(format!("node{} is at {} (primary: {}), the leader at {}", i + 1, m.position(), m.is_primary(), top));
                 debug_state(i, m, Some(&self.members[leader]));

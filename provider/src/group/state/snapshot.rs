@@ -9,7 +9,9 @@
 //! Version 3 added the component (optional: a state bootstrapped before it
 //! existed has none), version 4 the last vote decided, version 5 the
 //! arbitrator bit in `roles` (bit 0: voter, bit 1: arbitrator; before it,
-//! any non-zero byte was a voter). Version 2 snapshots still restore.
+//! any non-zero byte was a voter). Bit 2 of `roles`, in version 5 too: a
+//! joiner's donor was chosen (builds before it ignore the bit). Version 2
+//! snapshots still restore.
 
 use super::{GroupState, Member, MemberState};
 use crate::group::entry::{decode_member, encode_member};
@@ -20,6 +22,7 @@ use crate::gtid::Uuid;
 const VERSION: u8 = 5;
 const VOTER: u8 = 1;
 const ARBITRATOR: u8 = 2;
+const DONOR_CHOSEN: u8 = 4;
 const OLDEST: u8 = 2;
 
 fn state_byte(s: MemberState) -> u8 {
@@ -44,11 +47,12 @@ fn state_of(b: u8) -> Result<MemberState, WireError> {
 impl GroupState {
     pub fn encode(&self) -> Vec<u8> {
         assert!(self.may_snapshot(), "a snapshot with writesets half assembled");
-        // Version 4 while no member is an arbitrator: members of the
-        // previous build restore it, so a rolling upgrade of a cluster
-        // without garbd never meets a snapshot it cannot read.
-        let arbitrators = self.members.iter().any(|m| m.info.arbitrator);
-        let mut out = vec![if arbitrators { VERSION } else { VERSION - 1 }];
+        // Version 4 while no member is an arbitrator or a served joiner
+        // (version 4 read any non-zero roles byte as a voter): members of
+        // older builds restore it, so a rolling upgrade of a cluster
+        // without garbd seldom meets a snapshot it cannot read.
+        let v5 = self.members.iter().any(|m| m.info.arbitrator || m.donor_chosen);
+        let mut out = vec![if v5 { VERSION } else { VERSION - 1 }];
         out.extend_from_slice(&self.history.0);
         out.extend_from_slice(&self.seqno.to_le_bytes());
         out.extend_from_slice(&self.conf_id.to_le_bytes());
@@ -58,7 +62,7 @@ impl GroupState {
             out.push(state_byte(m.state));
             out.extend_from_slice(&m.desync_count.to_le_bytes());
             // Version 4 read any non-zero byte as a voter.
-            out.push(if m.voter { VOTER } else { 0 } | if m.info.arbitrator { ARBITRATOR } else { 0 });
+            out.push(if m.voter { VOTER } else { 0 } | if m.info.arbitrator { ARBITRATOR } else { 0 } | if m.donor_chosen { DONOR_CHOSEN } else { 0 });
             out.extend_from_slice(&m.weight.to_le_bytes());
         }
         out.extend_from_slice(&(self.fenced.len() as u32).to_le_bytes());
@@ -92,8 +96,9 @@ impl GroupState {
             let roles = r.u8()?;
             let voter = if version >= 5 { roles & VOTER != 0 } else { roles != 0 };
             info.arbitrator = version >= 5 && roles & ARBITRATOR != 0;
+            let donor_chosen = version >= 5 && roles & DONOR_CHOSEN != 0;
             let weight = r.u32()?;
-            g.members.push(Member { info, state, desync_count, voter, weight });
+            g.members.push(Member { info, state, desync_count, voter, weight, donor_chosen });
         }
         for _ in 0..r.u32()? {
             let origin = r.uuid()?;

@@ -295,3 +295,40 @@ fn a_donor_that_joins_with_an_error_code_fails_its_transfer_on_every_member() {
     let out = apply(&mut g, Entry::MemberState { member: a, transition: Transition::Join, seqno: 9 });
     assert!(!out.iter().any(|e| matches!(e, GroupEvent::StateTransferFailed { .. })), "{out:?}");
 }
+
+#[test]
+fn a_repeated_state_request_is_served_once_and_the_mark_survives_a_snapshot() {
+    let (a, b, c) = (Uuid::random(), Uuid::random(), Uuid::random());
+    let mut g = boot(a, 5);
+    membership(&mut g, Membership::Add { member: member(b, "node2") });
+    apply(&mut g, Entry::MemberState { member: b, transition: Transition::Join, seqno: 6 });
+    apply(&mut g, Entry::MemberState { member: b, transition: Transition::Sync, seqno: 6 });
+    membership(&mut g, Membership::Add { member: member(c, "node3") });
+    let ist = crate::group::IstRequest { position: (Uuid::NIL, -1), addr: String::new() };
+    let req = Entry::StateRequest { joiner: c, donors: "".into(), ist, request: Bytes::from_static(b"x") };
+    let out = apply(&mut g, req.clone());
+    assert!(matches!(out.last(), Some(GroupEvent::StateTransfer { donor: Ok(d), .. }) if *d == a), "{out:?}");
+    // The joiner heard nothing (its proposal seemed lost) and asked again:
+    // b, synced too, must not start a second transfer.
+    assert!(apply(&mut g, req.clone()).is_empty());
+    let mut restored = GroupState::decode(b, &g.encode()).unwrap();
+    assert_eq!(g.encode()[0], 5, "the mark needs version 5's roles bits");
+    assert!(apply(&mut restored, req.clone()).is_empty(), "a member restored from a snapshot decides alike");
+    // Joined, the mark no longer matters; a new joiner is served.
+    apply(&mut g, Entry::MemberState { member: c, transition: Transition::Join, seqno: 8 });
+    assert_eq!(g.member(c).unwrap().state, MemberState::Joined);
+}
+
+#[test]
+fn a_state_request_refused_for_want_of_a_donor_is_served_when_repeated() {
+    let (a, c) = (Uuid::random(), Uuid::random());
+    let mut g = boot(a, 5);
+    membership(&mut g, Membership::Add { member: member(c, "node2") });
+    apply(&mut g, Entry::MemberState { member: a, transition: Transition::Desync, seqno: 6 });
+    let ist = crate::group::IstRequest { position: (Uuid::NIL, -1), addr: String::new() };
+    let req = Entry::StateRequest { joiner: c, donors: "".into(), ist, request: Bytes::from_static(b"x") };
+    assert!(matches!(apply(&mut g, req.clone()).last(), Some(GroupEvent::StateTransfer { donor: Err(DonorError::Again), .. })));
+    apply(&mut g, Entry::MemberState { member: a, transition: Transition::Join, seqno: 6 });
+    apply(&mut g, Entry::MemberState { member: a, transition: Transition::Sync, seqno: 6 });
+    assert!(matches!(apply(&mut g, req).last(), Some(GroupEvent::StateTransfer { donor: Ok(d), .. }) if *d == a));
+}

@@ -1,0 +1,151 @@
+//! This member's own requests that one lost message would leave unanswered
+//! for ever: a joiner's state request, its Join, and its Sync.
+//!
+//! A follower hands a proposal to the leader once; Raft never sends it
+//! again, and a link that closes meanwhile loses it (a joiner's links to
+//! a peer are often replaced as it arrives: both ends dial). Writesets have
+//! their own resend (fences). For these three, a loss meant a joiner that
+//! waited for its donor, or a node that stayed Joined (not ready), until
+//! someone restarted it. Each is kept until it is seen committed and
+//! proposed again every `RESEND_AFTER` until then, while the group state
+//! shows it has not taken effect.
+//!
+//! Each takes effect once whatever its copies: the group serves a joiner
+//! once (`Member::donor_chosen`), a Join moves a joiner (whose desync count
+//! is 0) to Joined and does nothing after, a Sync moves Joined to Synced.
+//! A donor's Join and a desync are not kept: a copy would count twice.
+
+use std::time::{Duration, Instant};
+
+use crate::log;
+
+use super::entry::{Entry, Transition};
+use super::state::{GroupState, MemberState};
+use crate::gtid::Uuid;
+
+/// Longer than an answer takes when nothing is lost (milliseconds), short
+/// beside what a lost one cost (a test's minute, a user's restart).
+pub(super) const RESEND_AFTER: Duration = Duration::from_secs(3);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    StateRequest,
+    Join,
+    Sync,
+}
+
+/// At most one entry per kind: a newer request replaces the older.
+#[derive(Default)]
+pub(crate) struct Unconfirmed {
+    kept: Vec<(Kind, Vec<u8>, Instant)>,
+}
+
+impl Unconfirmed {
+    /// A proposal of this member's: kept if it is one of the three.
+    pub(super) fn sent(&mut self, me: Uuid, entry: &Entry, data: &[u8], state: &GroupState, now: Instant) {
+        if let Some(kind) = kind_of(me, entry, state) {
+            self.kept.retain(|(k, ..)| *k != kind);
+            self.kept.push((kind, data.to_vec(), now));
+        }
+    }
+
+    /// A committed entry: its kind needs no resend any more.
+    pub(super) fn committed(&mut self, me: Uuid, entry: &Entry) {
+        let kind = match entry {
+            Entry::StateRequest { joiner, .. } if *joiner == me => Kind::StateRequest,
+            Entry::MemberState { member, transition: Transition::Join, .. } if *member == me => Kind::Join,
+            Entry::MemberState { member, transition: Transition::Sync, .. } if *member == me => Kind::Sync,
+            _ => return,
+        };
+        self.kept.retain(|(k, ..)| *k != kind);
+    }
+
+    /// The entries to propose again now: unseen for `RESEND_AFTER`, and
+    /// still without effect in `state` (a member restored from a snapshot
+    /// never sees the entries before it). Others are forgotten.
+    pub(super) fn due(&mut self, me: Uuid, state: &GroupState, now: Instant) -> Vec<Vec<u8>> {
+        let own = state.member(me);
+        let pending = |kind: Kind| match (kind, own) {
+            (Kind::StateRequest, Some(m)) => m.state == MemberState::Joiner && !m.donor_chosen,
+            (Kind::Join, Some(m)) => m.state == MemberState::Joiner,
+            (Kind::Sync, Some(m)) => m.state == MemberState::Joined,
+            (_, None) => false,
+        };
+        self.kept.retain(|(kind, ..)| pending(*kind));
+        let mut due = Vec::new();
+        for (kind, data, at) in &mut self.kept {
+            if now.duration_since(*at) >= RESEND_AFTER {
+                log::info!("no sign of this node's {:?} in the group's order after {:?}: proposing it again", kind, RESEND_AFTER);
+                *at = now;
+                due.push(data.clone());
+            }
+        }
+        due
+    }
+}
+
+fn kind_of(me: Uuid, entry: &Entry, state: &GroupState) -> Option<Kind> {
+    let joiner = state.member(me).is_some_and(|m| m.state == MemberState::Joiner);
+    match entry {
+        Entry::StateRequest { joiner: j, .. } if *j == me => Some(Kind::StateRequest),
+        Entry::MemberState { member, transition: Transition::Join, .. } if *member == me && joiner => Some(Kind::Join),
+        Entry::MemberState { member, transition: Transition::Sync, .. } if *member == me => Some(Kind::Sync),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::entry::{MemberInfo, Membership};
+    use crate::group::state::GroupEvent;
+
+    fn info(id: Uuid, name: &str) -> MemberInfo {
+        MemberInfo { id, name: name.into(), incoming: "i".into(), address: "a".into(), arbitrator: false }
+    }
+
+    fn join(me: Uuid) -> Entry {
+        Entry::MemberState { member: me, transition: Transition::Join, seqno: 3 }
+    }
+
+    /// A group of `a` with joiner `me`.
+    fn group(me: Uuid) -> GroupState {
+        let a = Uuid::random();
+        let mut g = GroupState::new(me);
+        let mut out: Vec<GroupEvent> = Vec::new();
+        g.apply_membership(Membership::Bootstrap { history: Uuid::random(), position: 0, member: info(a, "node1") }, &mut out);
+        g.apply_membership(Membership::Add { member: info(me, "node2") }, &mut out);
+        g
+    }
+
+    #[test]
+    fn a_joiners_lost_join_is_proposed_again_until_seen() {
+        let me = Uuid::random();
+        let g = group(me);
+        let (mut u, t0) = (Unconfirmed::default(), Instant::now());
+        let data = join(me).encode();
+        u.sent(me, &join(me), &data, &g, t0);
+        assert!(u.due(me, &g, t0 + Duration::from_secs(1)).is_empty(), "not before RESEND_AFTER");
+        assert_eq!(u.due(me, &g, t0 + RESEND_AFTER), vec![data.clone()]);
+        assert!(u.due(me, &g, t0 + RESEND_AFTER + Duration::from_secs(1)).is_empty(), "paced");
+        u.committed(me, &join(me));
+        assert!(u.due(me, &g, t0 + 3 * RESEND_AFTER).is_empty(), "seen: never again");
+    }
+
+    #[test]
+    fn an_entry_that_took_effect_unseen_is_forgotten_and_others_are_not_kept() {
+        let me = Uuid::random();
+        let mut g = group(me);
+        let (mut u, t0) = (Unconfirmed::default(), Instant::now());
+        u.sent(me, &join(me), &join(me).encode(), &g, t0);
+        let mut out = Vec::new();
+        g.apply(join(me), &mut out); // restored from a snapshot: not seen
+        assert!(u.due(me, &g, t0 + RESEND_AFTER).is_empty());
+        // A Join that is not a joiner's (a donor's, a resync) counts down
+        // a desync: a copy would count twice.
+        g.apply(Entry::MemberState { member: me, transition: Transition::Desync, seqno: 4 }, &mut out);
+        let resync = Entry::MemberState { member: me, transition: Transition::Join, seqno: 4 };
+        u.sent(me, &resync, &resync.encode(), &g, t0);
+        assert!(u.due(me, &g, t0 + RESEND_AFTER).is_empty());
+    }
+}
