@@ -1,19 +1,23 @@
 //! This member's own requests that one lost message would leave unanswered
-//! for ever: a joiner's state request, its Join, and its Sync.
+//! for ever: a joiner's state request, its Join, its Sync, and its
+//! consistency votes.
 //!
 //! A follower hands a proposal to the leader once; Raft never sends it
 //! again, and a link that closes meanwhile loses it (a joiner's links to
 //! a peer are often replaced as it arrives: both ends dial). Writesets have
-//! their own resend (fences). For these three, a loss meant a joiner that
-//! waited for its donor, or a node that stayed Joined (not ready), until
-//! someone restarted it. Each is kept until it is seen committed and
-//! proposed again every `RESEND_AFTER` until then, while the group state
-//! shows it has not taken effect.
+//! their own resend (fences). For these, a loss meant a joiner that
+//! waited for its donor, a node that stayed Joined (not ready), or an
+//! applier that waited for a vote's result, until someone restarted the
+//! node. Each is kept until it is seen committed and proposed again every
+//! `RESEND_AFTER` until then, while the group state shows it has not taken
+//! effect.
 //!
 //! Each takes effect once whatever its copies: the group serves a joiner
 //! once (`Member::donor_chosen`), a Join moves a joiner (whose desync count
-//! is 0) to Joined and does nothing after, a Sync moves Joined to Synced.
-//! A donor's Join and a desync are not kept: a copy would count twice.
+//! is 0) to Joined and does nothing after, a Sync moves Joined to Synced,
+//! a member's vote on a seqno is recorded once (a late copy only brings
+//! its voter the result again). A donor's Join and a desync are not kept:
+//! a copy would count twice.
 
 use std::time::{Duration, Instant};
 
@@ -21,17 +25,21 @@ use crate::log;
 
 use super::entry::{Entry, Transition};
 use super::state::{GroupState, MemberState};
-use crate::gtid::Uuid;
+use crate::gtid::{Seqno, Uuid};
 
 /// Longer than an answer takes when nothing is lost (milliseconds), short
 /// beside what a lost one cost (a test's minute, a user's restart).
 pub(super) const RESEND_AFTER: Duration = Duration::from_secs(3);
+/// A node has a vote under way per seqno its appliers wait on (a handful):
+/// this bounds a pathology, dropping the oldest.
+const MAX_KEPT: usize = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     StateRequest,
     Join,
     Sync,
+    Vote(Seqno),
 }
 
 /// At most one entry per kind: a newer request replaces the older.
@@ -45,6 +53,9 @@ impl Unconfirmed {
     pub(super) fn sent(&mut self, me: Uuid, entry: &Entry, data: &[u8], state: &GroupState, now: Instant) {
         if let Some(kind) = kind_of(me, entry, state) {
             self.kept.retain(|(k, ..)| *k != kind);
+            if self.kept.len() >= MAX_KEPT {
+                self.kept.remove(0);
+            }
             self.kept.push((kind, data.to_vec(), now));
         }
     }
@@ -55,6 +66,7 @@ impl Unconfirmed {
             Entry::StateRequest { joiner, .. } if *joiner == me => Kind::StateRequest,
             Entry::MemberState { member, transition: Transition::Join, .. } if *member == me => Kind::Join,
             Entry::MemberState { member, transition: Transition::Sync, .. } if *member == me => Kind::Sync,
+            Entry::Vote { member, seqno, .. } if *member == me => Kind::Vote(*seqno),
             _ => return,
         };
         self.kept.retain(|(k, ..)| *k != kind);
@@ -69,6 +81,7 @@ impl Unconfirmed {
             (Kind::StateRequest, Some(m)) => m.state == MemberState::Joiner && !m.donor_chosen,
             (Kind::Join, Some(m)) => m.state == MemberState::Joiner,
             (Kind::Sync, Some(m)) => m.state == MemberState::Joined,
+            (Kind::Vote(_), Some(_)) => true,
             (_, None) => false,
         };
         self.kept.retain(|(kind, ..)| pending(*kind));
@@ -90,6 +103,7 @@ fn kind_of(me: Uuid, entry: &Entry, state: &GroupState) -> Option<Kind> {
         Entry::StateRequest { joiner: j, .. } if *j == me => Some(Kind::StateRequest),
         Entry::MemberState { member, transition: Transition::Join, .. } if *member == me && joiner => Some(Kind::Join),
         Entry::MemberState { member, transition: Transition::Sync, .. } if *member == me => Some(Kind::Sync),
+        Entry::Vote { member, seqno, .. } if *member == me => Some(Kind::Vote(*seqno)),
         _ => None,
     }
 }
@@ -147,5 +161,17 @@ mod tests {
         let resync = Entry::MemberState { member: me, transition: Transition::Join, seqno: 4 };
         u.sent(me, &resync, &resync.encode(), &g, t0);
         assert!(u.due(me, &g, t0 + RESEND_AFTER).is_empty());
+    }
+
+    #[test]
+    fn votes_are_kept_one_per_seqno_until_seen() {
+        let me = Uuid::random();
+        let g = group(me);
+        let (mut u, t0) = (Unconfirmed::default(), Instant::now());
+        let vote = |seqno| Entry::Vote { member: me, seqno, code: 7, policy: 0, message: String::new() };
+        u.sent(me, &vote(4), &vote(4).encode(), &g, t0);
+        u.sent(me, &vote(5), &vote(5).encode(), &g, t0);
+        u.committed(me, &vote(4));
+        assert_eq!(u.due(me, &g, t0 + RESEND_AFTER), vec![vote(5).encode()]);
     }
 }
