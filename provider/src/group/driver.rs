@@ -526,11 +526,11 @@ impl Driver {
     /// fragment) Raft drops is kept and retried once a leader is known.
     fn propose_or_keep(&mut self, data: Vec<u8>) {
         let entry = Entry::decode(&Bytes::copy_from_slice(&data)).ok();
+        if self.hold_sync(entry.as_ref(), &data) {
+            return; // kept as unconfirmed once proposed, not while held
+        }
         if let Some(e) = &entry {
             self.incarnation.unconfirmed.sent(self.me.id, e, &data, &self.state, self.clock.now());
-        }
-        if self.hold_sync(entry.as_ref(), &data) {
-            return;
         }
         if let Err(raft::Error::ProposalDropped) = self.incarnation.raw.propose(vec![], data.clone()) {
             if self.incarnation.dropped.len() >= MAX_DROPPED {
