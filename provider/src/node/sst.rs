@@ -264,7 +264,11 @@ impl Shared {
         self.apply.reset(gtid.seqno);
         self.commit.reset(gtid.seqno);
         self.set_sst(Sst::None);
+        // The transferred state replaces the data that diverged: a node
+        // voted out and rejoined without a restart applies again (it
+        // skipped every writeset since its failure, monitors passed).
         self.inconsistent.store(false, Ordering::SeqCst);
+        self.apply_failed.store(SEQNO_UNDEFINED, Ordering::SeqCst);
         log::info!("state installed at {}; applying what was ordered since", gtid);
         // Older than where this node entered the group: the seqnos in
         // between come from the donor's IST.
