@@ -49,7 +49,7 @@ pub(crate) struct Unconfirmed {
 }
 
 impl Unconfirmed {
-    /// A proposal of this member's: kept if it is one of the three.
+    /// A proposal of this member's: kept if it is of a kind above.
     pub(super) fn sent(&mut self, me: Uuid, entry: &Entry, data: &[u8], state: &GroupState, now: Instant) {
         if let Some(kind) = kind_of(me, entry, state) {
             self.kept.retain(|(k, ..)| *k != kind);
