@@ -480,6 +480,8 @@ impl GroupState {
                 m.desync_count = m.desync_count.saturating_sub(1);
                 if m.desync_count == 0 && matches!(m.state, MemberState::Donor | MemberState::Joiner) {
                     m.state = MemberState::Joined;
+                    // Served and done: snapshots may be version 4 again.
+                    m.donor_chosen = false;
                 }
             }
             Transition::Sync => {

@@ -314,9 +314,12 @@ fn a_repeated_state_request_is_served_once_and_the_mark_survives_a_snapshot() {
     let mut restored = GroupState::decode(b, &g.encode()).unwrap();
     assert_eq!(g.encode()[0], 5, "the mark needs version 5's roles bits");
     assert!(apply(&mut restored, req.clone()).is_empty(), "a member restored from a snapshot decides alike");
-    // Joined, the mark no longer matters; a new joiner is served.
+    // Joined, the mark goes, and with it the need for version 5.
     apply(&mut g, Entry::MemberState { member: c, transition: Transition::Join, seqno: 8 });
     assert_eq!(g.member(c).unwrap().state, MemberState::Joined);
+    assert!(!g.member(c).unwrap().donor_chosen);
+    apply(&mut g, Entry::MemberState { member: a, transition: Transition::Join, seqno: 8 });
+    assert_eq!(g.encode()[0], 4);
 }
 
 #[test]
