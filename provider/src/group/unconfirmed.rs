@@ -51,7 +51,8 @@ pub(crate) struct Unconfirmed {
 impl Unconfirmed {
     /// A proposal of this member's: kept if it is of a kind above.
     pub(super) fn sent(&mut self, me: Uuid, entry: &Entry, data: &[u8], state: &GroupState, now: Instant) {
-        if let Some(kind) = kind_of(me, entry, state) {
+        let joiner = state.member(me).is_some_and(|m| m.state == MemberState::Joiner);
+        if let Some(kind) = kind_of(me, entry).filter(|k| *k != Kind::Join || joiner) {
             self.kept.retain(|(k, ..)| *k != kind);
             if self.kept.len() >= MAX_KEPT {
                 self.kept.remove(0);
@@ -62,14 +63,9 @@ impl Unconfirmed {
 
     /// A committed entry: its kind needs no resend any more.
     pub(super) fn committed(&mut self, me: Uuid, entry: &Entry) {
-        let kind = match entry {
-            Entry::StateRequest { joiner, .. } if *joiner == me => Kind::StateRequest,
-            Entry::MemberState { member, transition: Transition::Join, .. } if *member == me => Kind::Join,
-            Entry::MemberState { member, transition: Transition::Sync, .. } if *member == me => Kind::Sync,
-            Entry::Vote { member, seqno, .. } if *member == me => Kind::Vote(*seqno),
-            _ => return,
-        };
-        self.kept.retain(|(k, ..)| *k != kind);
+        if let Some(kind) = kind_of(me, entry) {
+            self.kept.retain(|(k, ..)| *k != kind);
+        }
     }
 
     /// The entries to propose again now: unseen for `RESEND_AFTER`, and
@@ -97,11 +93,12 @@ impl Unconfirmed {
     }
 }
 
-fn kind_of(me: Uuid, entry: &Entry, state: &GroupState) -> Option<Kind> {
-    let joiner = state.member(me).is_some_and(|m| m.state == MemberState::Joiner);
+/// The kind of this member's entry, if it is one of those kept (a Join is
+/// kept only while the member is a joiner: see `sent`).
+fn kind_of(me: Uuid, entry: &Entry) -> Option<Kind> {
     match entry {
-        Entry::StateRequest { joiner: j, .. } if *j == me => Some(Kind::StateRequest),
-        Entry::MemberState { member, transition: Transition::Join, .. } if *member == me && joiner => Some(Kind::Join),
+        Entry::StateRequest { joiner, .. } if *joiner == me => Some(Kind::StateRequest),
+        Entry::MemberState { member, transition: Transition::Join, .. } if *member == me => Some(Kind::Join),
         Entry::MemberState { member, transition: Transition::Sync, .. } if *member == me => Some(Kind::Sync),
         Entry::Vote { member, seqno, .. } if *member == me => Some(Kind::Vote(*seqno)),
         _ => None,

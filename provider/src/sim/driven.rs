@@ -306,15 +306,18 @@ impl Driven {
             Some(MemberState::Joined) if backlog == 0 => Some(Transition::Sync),
             _ => None,
         };
-        let first = {
+        let transition = {
             let mut n = self.node();
-            if n.reported.is_some() && n.reported != own {
-                n.reported = None;
+            if n.reported != own {
+                n.reported = None; // a new state: its transition is due once
             }
-            transition.is_some() && n.reported.is_none()
+            let first = transition.filter(|_| n.reported.is_none());
+            if first.is_some() {
+                n.reported = own;
+            }
+            first
         };
-        if let Some(transition) = transition.filter(|_| first) {
-            self.node().reported = own;
+        if let Some(transition) = transition {
             let seqno = self.driver.group_state().seqno();
             self.command(Command::Send(Entry::MemberState { member: self.info.id, transition, seqno }.encode()));
         }
