@@ -20,6 +20,7 @@ use super::entry::{Entry, MemberInfo, Membership, Transition};
 use super::flow_control::{FlowControl, Signal};
 use super::frame::{Frame, FrameError};
 use super::liveness::{Liveness, Timeouts};
+use super::pieces;
 use super::proposals::{Failed, Proposals};
 use super::quorum::{Change, Policy, Quorum};
 use super::recovery::{Previous, Recovery};
@@ -868,6 +869,7 @@ impl Driver {
                 self.incarnation.unconfirmed.committed(self.me.id, &entry);
                 let before = self.events.len();
                 self.state.apply(entry, &mut self.events);
+                self.join_assembled(before);
                 self.drop_stale(index, before);
                 self.count_writers(before);
                 self.note_own_deliveries(before);
@@ -909,6 +911,25 @@ impl Driver {
         }
         self.phase = Phase::Halted; // from any other phase (see `phase::allowed`)
         self.events.push(GroupEvent::Halted { index });
+    }
+
+    /// A writeset ordered from pieces reaches the node as one payload. Our
+    /// own is the buffer we sent, which its client holds anyway: joining
+    /// the pieces would make a big writeset's second copy on its origin.
+    fn join_assembled(&mut self, from: usize) {
+        for ev in &mut self.events[from..] {
+            let GroupEvent::Assembled { seqno, origin, token, pieces } = ev else { continue };
+            let len: usize = pieces.iter().map(Bytes::len).sum();
+            let ours = if *origin == self.me.id { self.proposals.body(*token).filter(|b| b.len() == len) } else { None };
+            let payload = match ours {
+                Some(body) => {
+                    debug_assert!(pieces::join(pieces.clone()) == *body, "our writeset came back changed");
+                    body.clone()
+                }
+                None => pieces::join(std::mem::take(pieces)),
+            };
+            *ev = GroupEvent::Ordered { seqno: *seqno, origin: *origin, token: *token, payload };
+        }
     }
 
     /// Our writesets ordered now get their client's token back, their

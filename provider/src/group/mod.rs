@@ -280,13 +280,11 @@ impl Group {
     /// `Delivery` as `Ordered` with this `token`, or `ProposalFailed`.
     /// Bounded by the callers: each client thread has at most one proposal
     /// in flight, and waits for it.
-    pub fn propose(&self, token: u64, build: impl FnOnce(&mut Vec<u8>), size_hint: usize) -> Result<(), GroupError> {
-        let mut body = Vec::with_capacity(size_hint);
-        build(&mut body);
+    pub fn propose(&self, token: u64, body: bytes::Bytes) -> Result<(), GroupError> {
         if token != 0 {
             self.counters.send_queue.fetch_add(1, AtomicOrdering::Relaxed);
         }
-        self.command(Command::Propose { token, body: bytes::Bytes::from(body) }).inspect_err(|_| {
+        self.command(Command::Propose { token, body }).inspect_err(|_| {
             if token != 0 {
                 self.counters.sent_one_less();
             }

@@ -66,11 +66,20 @@ pub fn entry_of(origin: Uuid, token: u64, body: &Bytes, i: usize, piece: usize) 
 pub enum Assembled {
     /// The writeset holds this many bytes so far.
     Progress(u64),
-    /// The last piece: the whole payload.
-    Complete(Bytes),
+    /// The last piece: the payload's pieces, in order (see `join`).
+    Complete(Vec<Bytes>),
     /// The piece does not continue what was assembled (or is malformed):
     /// the writeset is dropped; its origin resends it.
     Dropped,
+}
+
+/// The pieces of one writeset so far: views of the committed entries,
+/// which the log holds anyway until the writeset is complete (no snapshot
+/// cuts it before), so assembling copies nothing.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Assembly {
+    len: u64,
+    pieces: Vec<Bytes>,
 }
 
 /// Writesets being assembled, by (origin, wire token): part of the
@@ -78,11 +87,24 @@ pub enum Assembled {
 /// most `MAX_TOTAL`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Assemblies {
-    open: BTreeMap<(Uuid, u64), Vec<u8>>,
+    open: BTreeMap<(Uuid, u64), Assembly>,
+}
+
+/// A complete writeset's pieces as one payload. Its origin has no need
+/// of this copy: it still holds the buffer it sent (see the driver).
+pub fn join(pieces: Vec<Bytes>) -> Bytes {
+    if let [one] = &pieces[..] {
+        return one.clone();
+    }
+    let mut out = Vec::with_capacity(pieces.iter().map(Bytes::len).sum());
+    for p in &pieces {
+        out.extend_from_slice(p);
+    }
+    Bytes::from(out)
 }
 
 impl Assemblies {
-    pub fn add(&mut self, origin: Uuid, token: u64, total: u64, offset: u64, data: &[u8]) -> Assembled {
+    pub fn add(&mut self, origin: Uuid, token: u64, total: u64, offset: u64, data: Bytes) -> Assembled {
         let key = (origin, token);
         let end = offset.checked_add(data.len() as u64);
         if total > MAX_TOTAL || data.is_empty() || end.is_none_or(|e| e > total) {
@@ -92,17 +114,18 @@ impl Assemblies {
         if offset == 0 {
             // A first piece starts the writeset (again, for a resend that
             // kept its token because Raft dropped its first try).
-            self.open.insert(key, Vec::with_capacity(total as usize));
+            self.open.insert(key, Assembly::default());
         }
-        let Some(buf) = self.open.get_mut(&key).filter(|b| b.len() as u64 == offset) else {
+        let Some(a) = self.open.get_mut(&key).filter(|a| a.len == offset) else {
             self.open.remove(&key);
             return Assembled::Dropped;
         };
-        buf.extend_from_slice(data);
-        if (buf.len() as u64) < total {
-            return Assembled::Progress(buf.len() as u64);
+        a.len += data.len() as u64;
+        a.pieces.push(data);
+        if a.len < total {
+            return Assembled::Progress(a.len);
         }
-        Assembled::Complete(Bytes::from(self.open.remove(&key).expect("just extended")))
+        Assembled::Complete(self.open.remove(&key).expect("just extended").pieces)
     }
 
     /// The origin's writesets up to `token` will never be completed.
@@ -125,12 +148,12 @@ impl Assemblies {
 
     /// The writesets held: (origin, token, bytes so far).
     pub fn open(&self) -> Vec<(Uuid, u64, usize)> {
-        self.open.iter().map(|((o, t), b)| (*o, *t, b.len())).collect()
+        self.open.iter().map(|((o, t), a)| (*o, *t, a.len as usize)).collect()
     }
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        self.open.values().map(Vec::len).sum()
+        self.open.values().map(|a| a.len as usize).sum()
     }
 }
 
@@ -142,15 +165,19 @@ mod tests {
         Bytes::from((0..len).map(|i| (i % 251) as u8).collect::<Vec<u8>>())
     }
 
-    /// Feeds the entries of `body` to `a`; the last result.
+    /// Feeds the entries of `body` to `a`; the last result, a complete
+    /// writeset joined.
     fn feed(a: &mut Assemblies, origin: Uuid, token: u64, body: &Bytes, pieces: impl Iterator<Item = usize>) -> Assembled {
         let mut last = Assembled::Dropped;
         for i in pieces {
             let e = Entry::decode(&Bytes::from(entry(origin, token, body, i))).unwrap();
             let Entry::Piece { origin, token, total, offset, data } = e else { panic!("{e:?}") };
-            last = a.add(origin, token, total, offset, &data);
+            last = a.add(origin, token, total, offset, data);
         }
-        last
+        match last {
+            Assembled::Complete(pieces) => Assembled::Complete(vec![join(pieces)]),
+            other => other,
+        }
     }
 
     #[test]
@@ -169,7 +196,7 @@ mod tests {
         let mut a = Assemblies::default();
         assert_eq!(feed(&mut a, origin, 1, &b, 0..3), Assembled::Progress(3 * PIECE_BYTES as u64));
         assert_eq!(a.bytes(), 3 * PIECE_BYTES);
-        assert_eq!(feed(&mut a, origin, 1, &b, 3..4), Assembled::Complete(b.clone()));
+        assert_eq!(feed(&mut a, origin, 1, &b, 3..4), Assembled::Complete(vec![b.clone()]));
         assert!(a.is_empty());
     }
 
@@ -181,9 +208,9 @@ mod tests {
         feed(&mut a, o1, 7, &b1, 0..1);
         feed(&mut a, o2, 7, &b2, 0..1);
         feed(&mut a, o1, 8, &b2, 0..1);
-        assert_eq!(feed(&mut a, o2, 7, &b2, 1..2), Assembled::Complete(b2.clone()));
-        assert_eq!(feed(&mut a, o1, 7, &b1, 1..3), Assembled::Complete(b1));
-        assert_eq!(feed(&mut a, o1, 8, &b2, 1..2), Assembled::Complete(b2));
+        assert_eq!(feed(&mut a, o2, 7, &b2, 1..2), Assembled::Complete(vec![b2.clone()]));
+        assert_eq!(feed(&mut a, o1, 7, &b1, 1..3), Assembled::Complete(vec![b1]));
+        assert_eq!(feed(&mut a, o1, 8, &b2, 1..2), Assembled::Complete(vec![b2]));
     }
 
     #[test]
@@ -194,7 +221,7 @@ mod tests {
         assert_eq!(feed(&mut a, origin, 1, &b, 2..3), Assembled::Dropped, "piece 1 was lost");
         assert!(a.is_empty());
         assert_eq!(feed(&mut a, origin, 1, &b, 1..3), Assembled::Dropped, "nothing to continue");
-        assert_eq!(feed(&mut a, origin, 1, &b, 0..3), Assembled::Complete(b));
+        assert_eq!(feed(&mut a, origin, 1, &b, 0..3), Assembled::Complete(vec![b]));
     }
 
     #[test]
@@ -207,7 +234,7 @@ mod tests {
         feed(&mut a, o2, 1, &b, 0..1);
         a.fence(o1, 2);
         assert_eq!(feed(&mut a, o1, 2, &b, 1..2), Assembled::Dropped);
-        assert_eq!(feed(&mut a, o1, 3, &b, 1..2), Assembled::Complete(b.clone()));
+        assert_eq!(feed(&mut a, o1, 3, &b, 1..2), Assembled::Complete(vec![b.clone()]));
         a.forget(o2);
         assert!(a.is_empty());
     }
@@ -216,10 +243,10 @@ mod tests {
     fn malformed_pieces_are_dropped_not_trusted() {
         let o = Uuid::random();
         let mut a = Assemblies::default();
-        assert_eq!(a.add(o, 1, MAX_TOTAL + 1, 0, b"x"), Assembled::Dropped, "a total no writeset has");
-        assert_eq!(a.add(o, 1, 4, 2, b"xyz"), Assembled::Dropped, "past its total");
-        assert_eq!(a.add(o, 1, 4, u64::MAX, b"x"), Assembled::Dropped, "an offset that overflows");
-        assert_eq!(a.add(o, 1, 4, 0, b""), Assembled::Dropped, "an empty piece");
+        assert_eq!(a.add(o, 1, MAX_TOTAL + 1, 0, Bytes::from_static(b"x")), Assembled::Dropped, "a total no writeset has");
+        assert_eq!(a.add(o, 1, 4, 2, Bytes::from_static(b"xyz")), Assembled::Dropped, "past its total");
+        assert_eq!(a.add(o, 1, 4, u64::MAX, Bytes::from_static(b"x")), Assembled::Dropped, "an offset that overflows");
+        assert_eq!(a.add(o, 1, 4, 0, Bytes::from_static(b"")), Assembled::Dropped, "an empty piece");
         assert!(a.is_empty());
     }
 }

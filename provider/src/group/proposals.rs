@@ -120,6 +120,11 @@ impl Proposals {
         self.waiting.remove(&wire).map(|p| p.client)
     }
 
+    /// The payload sent under `wire`, while it waits.
+    pub fn body(&self, wire: u64) -> Option<&Bytes> {
+        self.waiting.get(&wire).map(|p| &p.body)
+    }
+
     /// The highest wire token with entries handed to Raft and not yet
     /// ordered: what a fence must cover.
     pub fn highest_sent(&self) -> Option<u64> {
@@ -245,6 +250,7 @@ mod tests {
         let sent = pump_all(&mut p);
         assert_eq!(sent, vec![Entry::Ordered { origin: Uuid::NIL, token: wire, payload: small(1) }]);
         assert!(pump_all(&mut p).is_empty(), "sent once");
+        assert_eq!(p.body(wire), Some(&small(1)));
         assert_eq!(p.ordered(wire), Some(77));
         assert_eq!(p.ordered(wire), None);
         assert!(p.is_empty());
@@ -282,8 +288,8 @@ mod tests {
         let mut done = None;
         for e in first.into_iter().chain(more).chain(last) {
             if let Entry::Piece { origin, token, total, offset, data } = e {
-                if let pieces::Assembled::Complete(b) = a.add(origin, token, total, offset, &data) {
-                    done = Some(b);
+                if let pieces::Assembled::Complete(b) = a.add(origin, token, total, offset, data) {
+                    done = Some(pieces::join(b));
                 }
             }
         }

@@ -133,6 +133,10 @@ pub enum GroupEvent {
     /// it are assembled (the group layer's business: its proposer sends
     /// more; the node never sees it).
     Assembling { origin: Uuid, token: u64, bytes: u64 },
+    /// A writeset of several pieces was ordered: `Ordered` once the
+    /// driver has joined its pieces, or found its origin's own buffer (the
+    /// node never sees it).
+    Assembled { seqno: Seqno, origin: Uuid, token: u64, pieces: Vec<Bytes> },
     /// A local proposal will never be ordered (no leader would take it).
     ProposalFailed { token: u64 },
     /// A member voted on `seqno` (see `vote`), for the log.
@@ -296,7 +300,7 @@ impl GroupState {
                 self.assembling.fence(origin, token);
                 out.push(GroupEvent::Fenced { origin, token });
             }
-            Entry::Piece { origin, token, total, offset, data } => self.piece(origin, token, (total, offset), &data, out),
+            Entry::Piece { origin, token, total, offset, data } => self.piece(origin, token, (total, offset), data, out),
             Entry::Weight { member, weight } => {
                 if let Some(m) = self.member_mut(member) {
                     m.weight = weight;
@@ -342,27 +346,40 @@ impl GroupState {
     }
 
     fn order(&mut self, origin: Uuid, token: u64, payload: Bytes, out: &mut Vec<GroupEvent>) {
-        // Nothing is ordered outside a primary component, nor for a node
-        // that is not a member (left or evicted), nor a fenced proposal.
-        if !self.is_primary() || self.member(origin).is_none() {
-            return;
+        if let Some(seqno) = self.next_seqno(origin, token) {
+            out.push(GroupEvent::Ordered { seqno, origin, token, payload });
         }
-        if token != 0 && self.fenced.get(&origin).is_some_and(|&f| token <= f) {
-            return;
-        }
-        self.seqno += 1;
-        out.push(GroupEvent::Ordered { seqno: self.seqno, origin, token, payload });
     }
 
-    fn piece(&mut self, origin: Uuid, token: u64, (total, offset): (u64, u64), data: &[u8], out: &mut Vec<GroupEvent>) {
-        // As `order`: a piece of a writeset that could not be ordered is
-        // not kept either.
-        if !self.is_primary() || self.member(origin).is_none() || self.fenced.get(&origin).is_some_and(|&f| token <= f) {
+    /// The seqno of a payload ordered now, if it may be.
+    fn next_seqno(&mut self, origin: Uuid, token: u64) -> Option<Seqno> {
+        if !self.may_order(origin, token) {
+            return None;
+        }
+        self.seqno += 1;
+        Some(self.seqno)
+    }
+
+    /// Nothing is ordered outside a primary component, nor for a node that
+    /// is not a member (left or evicted), nor a fenced proposal.
+    fn may_order(&self, origin: Uuid, token: u64) -> bool {
+        let fenced = token != 0 && self.fenced.get(&origin).is_some_and(|&f| token <= f);
+        self.is_primary() && self.member(origin).is_some() && !fenced
+    }
+
+    fn piece(&mut self, origin: Uuid, token: u64, (total, offset): (u64, u64), data: Bytes, out: &mut Vec<GroupEvent>) {
+        // A piece of a writeset that could not be ordered is not kept
+        // either.
+        if !self.may_order(origin, token) {
             return;
         }
         match self.assembling.add(origin, token, total, offset, data) {
             Assembled::Progress(bytes) => out.push(GroupEvent::Assembling { origin, token, bytes }),
-            Assembled::Complete(payload) => self.order(origin, token, payload, out),
+            Assembled::Complete(pieces) => {
+                if let Some(seqno) = self.next_seqno(origin, token) {
+                    out.push(GroupEvent::Assembled { seqno, origin, token, pieces });
+                }
+            }
             Assembled::Dropped => {}
         }
     }

@@ -3,6 +3,7 @@
 
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::{Duration, Instant};
+use bytes::Bytes;
 
 use super::*;
 
@@ -104,7 +105,7 @@ fn a_lone_member_bootstraps_and_orders_proposals() {
     }
     assert!(matches!(m.next(), GroupEvent::MemberState { state: MemberState::Synced, .. }));
     for token in 1..=3u64 {
-        m.group.propose(token, |b| b.extend_from_slice(b"payload"), 7).unwrap();
+        m.group.propose(token, Bytes::from_static(b"payload")).unwrap();
     }
     for (token, seqno) in [(1, 12), (2, 13), (3, 14)] {
         match m.next() {
@@ -117,7 +118,30 @@ fn a_lone_member_bootstraps_and_orders_proposals() {
     assert_eq!(m.group.send_queue(), 0);
     assert_eq!(m.group.read_index(Instant::now() + Duration::from_secs(5)), Some(14));
     m.group.stop();
-    assert_eq!(m.group.propose(9, |_| {}, 0), Err(GroupError::Closed));
+    assert_eq!(m.group.propose(9, Bytes::new()), Err(GroupError::Closed));
+}
+
+#[test]
+fn a_big_writeset_reaches_the_other_member_whole_and_its_origin_as_the_buffer_it_sent() {
+    let (a, _) = bootstrap(0);
+    a.until("bootstrap view", view_with(1));
+    let b = start("node2", Mode::Join { peers: vec![a.addr()] });
+    a.until("view of 2 on a", view_with(2));
+    // Pieces of a payload that is not a multiple of them.
+    let body = Bytes::from((0..3 * pieces::PIECE_BYTES + 77).map(|i| i as u8).collect::<Vec<u8>>());
+    a.group.propose(5, body.clone()).unwrap();
+    let payload_on = |m: &Member| match m.until("the big writeset", |e| matches!(e, GroupEvent::Ordered { .. })) {
+        GroupEvent::Ordered { payload, .. } => payload,
+        _ => unreachable!(),
+    };
+    let on_b = payload_on(&b);
+    assert_eq!(on_b, body, "b assembled the same bytes");
+    let on_a = payload_on(&a);
+    assert_eq!(on_a, body);
+    assert_eq!(on_a.as_ptr(), body.as_ptr(), "a keeps no second copy of its own writeset");
+    for m in [&a, &b] {
+        m.group.stop();
+    }
 }
 
 #[test]
@@ -161,7 +185,7 @@ fn three_members_see_the_same_order_and_views() {
     // Proposals from every member, interleaved: one order everywhere.
     for i in 1..=10u64 {
         for m in [&a, &b, &c] {
-            m.group.propose(i, |buf| buf.extend_from_slice(&i.to_le_bytes()), 8).unwrap();
+            m.group.propose(i, Bytes::copy_from_slice(&i.to_le_bytes())).unwrap();
         }
     }
     let (oa, ob, oc) = (ordered_of(&a, 30), ordered_of(&b, 30), ordered_of(&c, 30));
@@ -274,7 +298,7 @@ fn a_joiner_meeting_a_compacted_log_restores_from_a_snapshot() {
     a.until("bootstrap view", view_with(1));
     // Well past a snapshot: the log no longer starts at index 1.
     for i in 1..=200u64 {
-        a.group.propose(i, |buf| buf.extend_from_slice(&i.to_le_bytes()), 8).unwrap();
+        a.group.propose(i, Bytes::copy_from_slice(&i.to_le_bytes())).unwrap();
     }
     assert_eq!(ordered_of(&a, 200).len(), 200);
     let b = start("node2", Mode::Join { peers: vec![a.addr()] });
@@ -283,7 +307,7 @@ fn a_joiner_meeting_a_compacted_log_restores_from_a_snapshot() {
         e => panic!("expected a snapshot, got {:?}", e),
     }
     // b orders what comes next like a.
-    b.group.propose(1, |buf| buf.extend_from_slice(b"x"), 1).unwrap();
+    b.group.propose(1, Bytes::from_static(b"x")).unwrap();
     let (oa, ob) = (ordered_of(&a, 1), ordered_of(&b, 1));
     assert_eq!(oa, ob);
     b.group.stop();
@@ -319,8 +343,8 @@ fn a_dead_leader_is_removed_and_the_rest_keep_ordering() {
     c.until("c's view without a", view_with(2));
     let took = died.elapsed();
     assert!(took >= Duration::from_millis(1500), "removed after {:?}, before evs.suspect_timeout", took);
-    b.group.propose(1, |buf| buf.push(1), 1).unwrap();
-    c.group.propose(1, |buf| buf.push(2), 1).unwrap();
+    b.group.propose(1, Bytes::from_static(&[1])).unwrap();
+    c.group.propose(1, Bytes::from_static(&[2])).unwrap();
     assert_eq!(ordered_of(&b, 2), ordered_of(&c, 2));
     b.group.stop();
     c.group.stop();
@@ -354,7 +378,7 @@ fn a_member_cut_off_briefly_catches_up_from_the_log_kept_for_it() {
     c.group.isolate(true);
     // Several snapshots' worth (64 entries each in tests, 16 kept).
     for i in 1..=300u64 {
-        a.group.propose(i, |buf| buf.extend_from_slice(&i.to_le_bytes()), 8).unwrap();
+        a.group.propose(i, Bytes::copy_from_slice(&i.to_le_bytes())).unwrap();
     }
     assert_eq!(ordered_of(&b, 300).len(), 300);
     c.group.isolate(false);
@@ -395,8 +419,8 @@ fn a_committed_entry_no_member_can_read_stops_every_member_and_nothing_after_it_
     for m in [&a, &b] {
         m.until("halted", |e| matches!(e, GroupEvent::Halted { .. }));
     }
-    a.group.propose(1, |buf| buf.push(1), 1).unwrap();
-    b.group.propose(1, |buf| buf.push(2), 1).unwrap();
+    a.group.propose(1, Bytes::from_static(&[1])).unwrap();
+    b.group.propose(1, Bytes::from_static(&[2])).unwrap();
     none_for(&[&a, &b], Duration::from_secs(1), "delivered after a halt", |e| matches!(e, GroupEvent::Ordered { .. } | GroupEvent::View(_)));
     a.group.stop();
     b.group.stop();
@@ -412,7 +436,7 @@ fn a_survivor_without_quorum_is_non_primary_until_pc_bootstrap_reforms_it_alone(
     let GroupEvent::View(v) = a.until("a's own primary view", view_with(1)) else { unreachable!() };
     assert!(v.seqno > two.seqno && v.conf_id > two.conf_id, "the history goes on: {:?} after {:?}", v, two);
     a.until("a synced again", |e| matches!(e, GroupEvent::MemberState { state: MemberState::Synced, .. }));
-    a.group.propose(1, |buf| buf.push(1), 1).unwrap();
+    a.group.propose(1, Bytes::from_static(&[1])).unwrap();
     assert_eq!(ordered_of(&a, 1), vec![(v.seqno + 1, a.group.me().id, 1)]);
     a.group.stop();
 }
@@ -425,7 +449,7 @@ fn a_member_whose_peer_comes_back_before_eviction_gets_a_new_primary_view() {
     b.group.isolate(false);
     let GroupEvent::View(v) = a.until("a primary again with b", view_with(2)) else { unreachable!() };
     b.until("b sees the same view", |e| matches!(e, GroupEvent::View(w) if *w == View { my_idx: 1, ..v.clone() }));
-    a.group.propose(1, |buf| buf.push(1), 1).unwrap();
+    a.group.propose(1, Bytes::from_static(&[1])).unwrap();
     assert_eq!(ordered_of(&a, 1), ordered_of(&b, 1));
     a.group.stop();
     b.group.stop();
@@ -511,7 +535,7 @@ fn the_heavier_of_two_members_stays_primary_alone_and_the_other_joins_it_again()
     let GroupEvent::View(v) = a.until("a primary alone", view_with(1)) else { unreachable!() };
     assert!(v.seqno > two.seqno, "the history goes on: {:?}", v);
     b.until("b's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
-    a.group.propose(1, |buf| buf.push(1), 1).unwrap();
+    a.group.propose(1, Bytes::from_static(&[1])).unwrap();
     assert_eq!(ordered_of(&a, 1).len(), 1, "a orders alone");
     weigh(&a, 2, &[&a], 2);
     b.group.isolate(false);
@@ -526,20 +550,20 @@ fn a_light_majority_delivers_nothing_without_the_heavy_member_which_goes_on_alon
     let (a, b, c) = three_voters();
     std::thread::sleep(Duration::from_millis(500));
     weigh(&a, 4, &[&a, &b, &c], 6);
-    c.group.propose(3, |buf| buf.push(3), 1).unwrap();
+    c.group.propose(3, Bytes::from_static(&[3])).unwrap();
     let at = |m: &Member| ordered_of(m, 1).into_iter().map(|(seqno, origin, _)| (seqno, origin)).collect::<Vec<_>>();
     let seen = at(&a);
     assert_eq!((at(&b), at(&c)), (seen.clone(), seen), "all deliver while weights differ");
     a.group.isolate(true);
     // b and c are two of three voters: Raft commits their proposals, but
     // they weigh 2 of 6 and must deliver none of them.
-    b.group.propose(7, |buf| buf.push(7), 1).unwrap();
+    b.group.propose(7, Bytes::from_static(&[7])).unwrap();
     let GroupEvent::View(v) = a.until("a primary alone", view_with(1)) else { unreachable!() };
     for m in [&b, &c] {
         m.until("a non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
     }
     none_for(&[&b, &c], Duration::from_secs(2), "a light side delivered", |e| matches!(e, GroupEvent::Ordered { .. } | GroupEvent::View(View { primary: true, .. })));
-    a.group.propose(1, |buf| buf.push(1), 1).unwrap();
+    a.group.propose(1, Bytes::from_static(&[1])).unwrap();
     let got = ordered_of(&a, 1);
     assert_eq!(got.len(), 1);
     assert!(got[0].0 > v.seqno);
@@ -587,7 +611,7 @@ fn an_idle_driver_is_run_by_the_link_reader_that_brings_a_frame() {
     a.until("a sees b", view_with(2));
     let mut threads = Vec::new();
     for token in 1..=20u64 {
-        a.group.propose(token, |buf| buf.extend_from_slice(b"x"), 1).unwrap();
+        a.group.propose(token, Bytes::from_static(b"x")).unwrap();
         a.until("ordered on a", |e| matches!(e, GroupEvent::Ordered { token: t, .. } if *t == token));
         // Idle between commits: the driver is free when frames come.
         std::thread::sleep(Duration::from_millis(5));
@@ -622,7 +646,7 @@ fn a_leader_leaving_right_after_its_learner_joined_leaves_that_learner_primary()
     a.until("a sees b joined", joined);
     a.group.leave();
     b.until("b alone and primary", view_with(1));
-    b.group.propose(1, |buf| buf.push(1), 1).unwrap();
+    b.group.propose(1, Bytes::from_static(&[1])).unwrap();
     assert_eq!(ordered_of(&b, 1).len(), 1);
     a.group.stop();
     b.group.stop();
@@ -685,7 +709,7 @@ fn survivor_goes_on(survivor: &Member, dead: Uuid, garb: &ArbitratorThread) {
     let GroupEvent::View(v) = survivor.until("the survivor's view without the dead member", view_with(2)) else { unreachable!() };
     assert!(v.members.iter().all(|m| m.id != dead), "{:?}", v);
     assert!(v.members.iter().any(|m| m.id == garb.id && m.arbitrator), "{:?}", v);
-    survivor.group.propose(7, |buf| buf.push(7), 1).unwrap();
+    survivor.group.propose(7, Bytes::from_static(&[7])).unwrap();
     survivor.until("a write ordered with two of three voters", |e| matches!(e, GroupEvent::Ordered { token: 7, .. }));
     assert!(survivor.group.read_index(Instant::now() + Duration::from_secs(5)).is_some(), "reads confirmed with a quorum");
 }
@@ -720,7 +744,7 @@ fn an_arbitrator_that_stops_leaves_the_group_at_once() {
     drop(garb);
     a.until("a's view without the arbitrator", view_with(2));
     assert!(left.elapsed() < Duration::from_millis(1500), "a graceful leave, not an eviction");
-    a.group.propose(3, |buf| buf.push(3), 1).unwrap();
+    a.group.propose(3, Bytes::from_static(&[3])).unwrap();
     b.until("b still orders", |e| matches!(e, GroupEvent::Ordered { payload, .. } if payload[..] == [3]));
     a.group.stop();
     b.group.stop();
@@ -777,7 +801,7 @@ fn an_entry_crosses_to_another_segment_once_and_a_lost_relay_costs_nothing_but_a
     const SIZE: usize = 10_000;
     let propose = |from: u64| {
         for token in from..from + N {
-            a.group.propose(token, |buf| buf.resize(SIZE, token as u8), SIZE).unwrap();
+            a.group.propose(token, Bytes::from(vec![token as u8; SIZE])).unwrap();
         }
     };
     let crossed = || a.group.transport_stats().bytes_to_other_segments;
@@ -817,7 +841,7 @@ fn leadership_moves_to_the_segment_that_writes() {
     // Only c writes: past a window, c leads (it wrote most in the busiest
     // segment), and its later writesets are ordered as before.
     for token in 1..=2 * placement::MIN_WRITESETS {
-        c.group.propose(token, |buf| buf.push(token as u8), 1).unwrap();
+        c.group.propose(token, Bytes::from(vec![token as u8])).unwrap();
     }
     assert_eq!(ordered_of(&c, 2 * placement::MIN_WRITESETS as usize).len(), 2 * placement::MIN_WRITESETS as usize);
     let deadline = Instant::now() + placement::WINDOW + Duration::from_secs(5);
@@ -825,7 +849,7 @@ fn leadership_moves_to_the_segment_that_writes() {
         assert!(Instant::now() < deadline, "leaders {:?}, c is {:x}", [&a, &b, &c, &d].map(|m| m.group.leader()), c_id);
         std::thread::sleep(Duration::from_millis(100));
     }
-    c.group.propose(1000, |buf| buf.push(0), 1).unwrap();
+    c.group.propose(1000, Bytes::from_static(&[0])).unwrap();
     assert_eq!(ordered_of(&c, 1).first().map(|o| o.2), Some(1000), "c orders its writesets as the leader");
     for m in [&a, &b, &c, &d] {
         m.group.stop();

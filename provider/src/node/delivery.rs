@@ -133,8 +133,9 @@ impl Shared {
             GroupEvent::StateTransfer { joiner, donor, request, seqno, ist } => self.on_state_transfer(joiner, donor, request, seqno, ist),
             // Our own fences are the group layer's business (it resends
             // what they cover); others' say nothing to this node. Pieces
-            // of big writesets likewise (the driver drops them).
-            GroupEvent::Fenced { .. } | GroupEvent::Assembling { .. } => {}
+            // of big writesets likewise (the driver drops them, and turns
+            // a complete one into `Ordered`).
+            GroupEvent::Fenced { .. } | GroupEvent::Assembling { .. } | GroupEvent::Assembled { .. } => {}
             GroupEvent::Vote { member, seqno, code, message } => self.on_vote(member, seqno, code, &message),
             GroupEvent::VoteRequest { seqno } => self.on_vote_request(seqno),
             GroupEvent::VoteResult { seqno, result } => self.on_vote_result(seqno, result),

@@ -71,7 +71,7 @@ impl Shared {
             return Status::Ok; // nothing appended: nothing to replicate (Galera)
         };
         self.wait_flow(&trx.aborted);
-        let ws = {
+        let mut ws = {
             let mut t = trx.lock();
             if let Err(s) = self.may_replicate(&t) {
                 return s;
@@ -86,7 +86,7 @@ impl Shared {
             ws
         };
         self.count_replicated(&ws);
-        let outcome = self.replicate(&ws, Some(&trx.aborted));
+        let outcome = self.replicate(&mut ws, Some(&trx.aborted));
         let (status, enter) = self.certified(&mut trx.lock(), ws, outcome, meta);
         log::debug!("certify trx {} -> {:?} at {}", trx.trx_id as i64, status, meta.gtid.seqno);
         if let Some(seqno) = enter {
@@ -167,12 +167,12 @@ impl Shared {
     /// brute-force abort) withdraws its writeset if the group can still
     /// keep it from being ordered (see `Group::cancel`), and keeps waiting
     /// for the answer otherwise.
-    pub(super) fn replicate(&self, ws: &WriteSet, aborted: Option<&std::sync::atomic::AtomicBool>) -> Outcome {
+    pub(super) fn replicate(&self, ws: &mut WriteSet, aborted: Option<&std::sync::atomic::AtomicBool>) -> Outcome {
         let Some(group) = self.group() else { return Outcome::Failed };
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         let pending = Pending::new();
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(token, pending.clone());
-        if group.propose(token, |buf| ws.encode_into(buf), ws.encoded_len()).is_err() {
+        if group.propose(token, ws.encode_shared()).is_err() {
             self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&token);
             return Outcome::Failed;
         }
@@ -509,7 +509,7 @@ impl Shared {
             Bytes::copy_from_slice(data),
         );
         match self.group() {
-            Some(g) if g.propose(0, |buf| ws.encode_into(buf), ws.encoded_len()).is_ok() => Status::Ok,
+            Some(g) if g.propose(0, Bytes::from(ws.encode())).is_ok() => Status::Ok,
             _ => Status::TrxFail,
         }
     }

@@ -22,12 +22,12 @@ impl Shared {
             return s;
         }
         self.wait_flow(&Default::default());
-        let ws = match self.toi_writeset(conn_id, keys, action, fl) {
+        let mut ws = match self.toi_writeset(conn_id, keys, action, fl) {
             Ok(ws) => ws,
             Err(s) => return s,
         };
         self.count_replicated(&ws);
-        let Outcome::Ordered { seqno, verdict } = self.replicate(&ws, None) else {
+        let Outcome::Ordered { seqno, verdict } = self.replicate(&mut ws, None) else {
             return Status::ConnFail;
         };
         meta.gtid = Gtid::new(self.history(), seqno);

@@ -148,16 +148,6 @@ impl WriteSet {
 
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.encoded_len());
-        self.encode_into(&mut out);
-        out
-    }
-
-    /// Appends the encoding to `out` (which may already hold a group entry
-    /// header: the writeset is then copied once, from the builder to the
-    /// buffer the network sends).
-    pub fn encode_into(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.reserve(self.encoded_len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&self.flags.to_le_bytes());
         out.extend_from_slice(&self.source.0);
@@ -166,13 +156,25 @@ impl WriteSet {
         out.extend_from_slice(&self.last_seen.to_le_bytes());
         out.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
         for key in &self.keys {
-            encode_key(key, out);
+            encode_key(key, &mut out);
         }
         out.extend_from_slice(&(self.data.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.data);
-        let crc = crc32c::crc32c(&out[start..]);
+        let crc = crc32c::crc32c(&out);
         out.extend_from_slice(&crc.to_le_bytes());
-        debug_assert_eq!(out.len() - start, self.encoded_len());
+        debug_assert_eq!(out.len(), self.encoded_len());
+        out
+    }
+
+    /// The encoding, which from now on also holds this writeset's data:
+    /// a big writeset is then one buffer on its way through the group,
+    /// not the builder's plus the one the network sends.
+    pub fn encode_shared(&mut self) -> Bytes {
+        let out = Bytes::from(self.encode());
+        let start = out.len() - 4 - self.data.len();
+        debug_assert_eq!(&out[start..out.len() - 4], &self.data[..]);
+        self.data = out.slice(start..out.len() - 4);
+        out
     }
 
     /// Decodes a buffer received from the group or read from the gcache.
@@ -263,6 +265,16 @@ mod tests {
         assert_eq!((back.trx_id, back.conn_id, back.last_seen), (16, 10, 8));
         assert_eq!(back.keys, ws.keys);
         assert_eq!(back.data(), b"binlog events");
+    }
+
+    #[test]
+    fn a_shared_encoding_holds_the_data_once() {
+        let mut ws = sample();
+        let enc = ws.encode_shared();
+        assert_eq!(enc[..], ws.encode()[..]);
+        let at = ws.data().as_ptr() as usize - enc.as_ptr() as usize;
+        assert_eq!(&enc[at..at + ws.data().len()], b"binlog events", "the data is a view of the encoding");
+        assert_eq!(WriteSet::decode(enc).unwrap().data(), b"binlog events");
     }
 
     #[test]

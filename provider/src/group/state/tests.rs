@@ -222,7 +222,7 @@ fn a_writeset_in_pieces_is_ordered_at_its_last_piece() {
     apply(&mut g, ordered(a, 1));
     apply(&mut g, piece(1));
     let events = apply(&mut g, piece(2));
-    assert!(matches!(&events[..], [GroupEvent::Ordered { seqno, origin, token: 9, payload }] if *seqno == before + 2 && *origin == b && *payload == body));
+    assert!(matches!(&events[..], [GroupEvent::Assembled { seqno, origin, token: 9, pieces }] if *seqno == before + 2 && *origin == b && crate::group::pieces::join(pieces.clone()) == body));
     assert!(g.may_snapshot());
     apply(&mut g, piece(0));
     membership(&mut g, Membership::Remove { member: b });
