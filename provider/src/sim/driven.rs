@@ -353,7 +353,9 @@ impl Driven {
         raft.min_election_tick = election_tick;
         raft.max_election_tick = election_tick + 1;
         if arbitrator {
+            // Its later campaign too: raft-rs draws it from the range.
             raft = group::campaigns_last(raft);
+            raft.max_election_tick = raft.min_election_tick + 1;
         }
         let start = match bootstrap {
             true => Start::Bootstrap { history: HISTORY, position: 0 },
@@ -501,6 +503,15 @@ impl Driven {
 
     pub fn is_arbitrator(&self) -> bool {
         self.info.arbitrator
+    }
+
+    /// Whether, leading, it can bring `member`, a data voter, up to date
+    /// from its log: one that lacks entries already dropped here needs a
+    /// snapshot, which an arbitrator, holding no data, cannot send.
+    pub fn can_catch_up(&self, member: Uuid) -> bool {
+        let raft = &self.driver.raft().raft;
+        let voter = self.driver.group_state().member(member).is_some_and(|m| m.voter && !m.info.arbitrator);
+        voter && raft.prs().get(member.raft_id()).is_some_and(|pr| pr.next_idx >= raft.raft_log.first_index())
     }
 
     pub fn election_tick(&self) -> usize {

@@ -322,10 +322,15 @@ impl Sim {
 
     /// An arbitrator holds no data: it leads only when no data member
     /// could win an election, and then only until it handed leadership to
-    /// one (see `group::campaigns_last`).
+    /// one (see `group::campaigns_last`). Unless no data voter can be
+    /// caught up from its log (seed 4851: a joiner's answer to its
+    /// snapshot was lost, then the leader was cut off): no data member
+    /// could lead then either, until one that holds the log is back.
     fn check_arbitrators_follow(&mut self) -> Result<(), String> {
         for i in 0..self.members.len() {
-            let leads = self.acting(i) && self.members[i].is_arbitrator() && self.members[i].is_leader();
+            let m = &self.members[i];
+            let reachable = |j: usize| j != i && self.acting(j) && self.net.connected(i, j) && m.can_catch_up(self.members[j].id());
+            let leads = self.acting(i) && m.is_arbitrator() && m.is_leader() && (0..self.members.len()).any(reachable);
             let since = *self.arbitrator_led_since.entry(i).or_insert(self.now);
             if !leads {
                 self.arbitrator_led_since.insert(i, self.now);
