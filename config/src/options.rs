@@ -445,7 +445,7 @@ registry! {
     ReplKeyFormat REPL_KEY_FORMAT StrKey = "repl.key_format", Kind::Choice(KEY_FORMATS),
         shown("FLAT8"), Dynamic, Verbatim, false, false, "Key hash format of write sets";
     ReplMaxWsSize REPL_MAX_WS_SIZE IntKey = "repl.max_ws_size", dec(0, INT_MAX),
-        shown("2147483647"), Dynamic, Verbatim, false, true, "Largest write set in bytes";
+        shown("2147483647"), Dynamic, Verbatim, false, true, "Largest write set in bytes, counted as Galera counts it (its header and record sets, 8 bytes a key part, the data); checked when the write set is sent";
     ReplProtoMax REPL_PROTO_MAX IntKey = "repl.proto_max", dec(1, 11), shown("11"), Restart,
         Verbatim, false, false, "Highest replication protocol version to use";
     SocketChecksum SOCKET_CHECKSUM IntKey = "socket.checksum", dec(0, 2), shown("2"), Static,

@@ -30,10 +30,9 @@ pub const PIECE_BYTES: usize = 1 << 20;
 /// or LAN link busy.
 pub const WINDOW_PIECES: usize = 8;
 
-/// The largest writeset a member assembles: `repl.max_ws_size` is at most
-/// 2 GiB, and a writeset's encoding adds its keys and header to that. A
-/// bigger total can only be a corrupt piece.
-pub const MAX_TOTAL: u64 = 4 << 30;
+/// The largest writeset a member assembles: the largest encoding a
+/// builder makes. A bigger total can only be a corrupt piece.
+pub const MAX_TOTAL: u64 = crate::writeset::MAX_ENCODED as u64;
 
 /// The log entry of piece `i` of `body`, proposed by `origin` under wire
 /// token `token`. A body of one piece is an ordinary `Ordered` entry.

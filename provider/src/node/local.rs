@@ -40,10 +40,9 @@ impl Shared {
 
     pub fn append_key(&self, h: &mut Handle, keys: Vec<KeyParts>, kind: KeyKind) -> Status {
         let trx = self.trx_for_append(h);
-        let limit = self.setting(|s| s.max_ws_size);
         let mut t = trx.lock();
         for parts in keys {
-            if let Err(e) = t.builder.append_key(parts, kind, limit) {
+            if let Err(e) = t.builder.append_key(parts, kind) {
                 return append_error(e);
             }
         }
@@ -52,10 +51,9 @@ impl Shared {
 
     pub fn append_data(&self, h: &mut Handle, bufs: &[&[u8]]) -> Status {
         let trx = self.trx_for_append(h);
-        let limit = self.setting(|s| s.max_ws_size);
         let mut t = trx.lock();
         for b in bufs {
-            if let Err(e) = t.builder.append_data(b, limit) {
+            if let Err(e) = t.builder.append_data(b) {
                 return append_error(e);
             }
         }
@@ -78,6 +76,9 @@ impl Shared {
             }
             if self.orphaned(&mut t, fl, trx.trx_id) {
                 return Status::TrxFail;
+            }
+            if let Err(e) = t.builder.check(self.setting(|s| s.max_ws_size)) {
+                return append_error(e);
             }
             let last_seen = self.apply.last_left().max(t.last_fragment);
             let ws = t.builder.take(fl & flags::MASK, self.my_id(), trx.trx_id, conn_id, last_seen);
@@ -515,10 +516,11 @@ impl Shared {
     }
 }
 
-fn append_error(e: AppendError) -> Status {
+pub(super) fn append_error(e: AppendError) -> Status {
     match e {
         AppendError::SizeExceeded { size, limit } => {
-            log::warning!("transaction size {} exceeds repl.max_ws_size {}", size, limit);
+            // Galera's words, which MariaDB's test suites expect.
+            log::error!("Maximum writeset size exceeded by {}: {} bytes against a limit of {}", size - limit, size, limit);
             Status::SizeExceeded
         }
         AppendError::BadKey(why) => {

@@ -179,6 +179,32 @@ fn bootstrap_delivers_connected_view_synced_in_order() {
 }
 
 #[test]
+fn a_writeset_over_repl_max_ws_size_appends_and_fails_when_sent() {
+    let h = start(temp_dir(), 1);
+    let n = &h.node;
+    // Galera's count of one row key and this data: 184 + 3 * 8 + 200.
+    n.set_settings(Settings { max_ws_size: 407, ..n.settings() });
+    let certify = |trx_id| {
+        let mut t = Handle { trx_id, opaque: 0 };
+        let key = vec![Bytes::from_static(b"d"), Bytes::from_static(b"t"), Bytes::from_static(b"1")];
+        assert_eq!(n.append_key(&mut t, vec![key], KeyKind::Exclusive), Status::Ok);
+        assert_eq!(n.append_data(&mut t, &[&[0u8; 200]]), Status::Ok, "an append never fails on the limit, as with Galera");
+        let mut meta = Meta::undefined();
+        let st = n.certify(7, &mut t, flags::TRX_START | flags::TRX_END, &mut meta);
+        if st == Status::Ok {
+            assert_eq!(n.commit_order_enter(&t), Status::Ok);
+            assert_eq!(n.commit_order_leave(&t, &[]), Status::Ok);
+        }
+        assert_eq!(n.release(&mut t), Status::Ok);
+        (st, meta.gtid.seqno)
+    };
+    assert_eq!(certify(5), (Status::SizeExceeded, SEQNO_UNDEFINED), "refused before it is sent");
+    n.set_settings(Settings { max_ws_size: 408, ..n.settings() });
+    assert_eq!(certify(6).0, Status::Ok, "at the limit");
+    h.stop();
+}
+
+#[test]
 fn last_committed_grows_by_one_per_commit_and_survives_restart() {
     let h = start(temp_dir(), 1);
     let history = h.node.last_committed_id().uuid;

@@ -73,14 +73,14 @@ impl Shared {
     }
 
     fn toi_writeset(&self, conn_id: u64, keys: &[KeyParts], action: &[&[u8]], fl: u32) -> Result<WriteSet, Status> {
-        let limit = self.setting(|s| s.max_ws_size);
         let mut b = Builder::new();
         for parts in keys {
-            b.append_key(parts.clone(), KeyKind::Exclusive, limit).map_err(|_| Status::SizeExceeded)?;
+            b.append_key(parts.clone(), KeyKind::Exclusive).map_err(|_| Status::SizeExceeded)?;
         }
         for a in action {
-            b.append_data(a, limit).map_err(|_| Status::SizeExceeded)?;
+            b.append_data(a).map_err(|_| Status::SizeExceeded)?;
         }
+        b.check(self.setting(|s| s.max_ws_size)).map_err(super::local::append_error)?;
         Ok(b.take((fl & flags::MASK) | flags::ISOLATION, self.my_id(), TRX_NONE, conn_id, self.apply.last_left()))
     }
 

@@ -10,7 +10,8 @@ use crate::gtid::{Seqno, Uuid};
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum AppendError {
-    /// The writeset would exceed `repl.max_ws_size`.
+    /// The writeset would exceed `repl.max_ws_size` (`size` as Galera
+    /// counts it), or the largest encoding a member assembles.
     SizeExceeded { size: usize, limit: usize },
     /// A key the encoding cannot carry (too many or too long parts).
     BadKey(&'static str),
@@ -24,6 +25,21 @@ fn key_cost(parts: &[Bytes]) -> usize {
 /// Header and checksum bytes every writeset carries.
 const FIXED_COST: usize = 4 + 4 + 16 + 8 + 8 + 8 + 4 + 4 + 4;
 
+/// `repl.max_ws_size` is a limit operators and MariaDB's tests set
+/// against Galera's sizes, which differ from our encoding's: a 64-byte
+/// header and three record sets of 40 bytes (key, data, unordered) before
+/// anything is appended; then the data as it is, and 8 bytes (its hash,
+/// `repl.key_format=FLAT8`) for each key part not in the writeset yet,
+/// where ours carries the parts whole. So a writeset is refused where
+/// Galera refuses it (galera.MDEV-26597 sits a few bytes from the limit).
+const GALERA_FIXED: usize = 64 + 3 * (24 + 16);
+const GALERA_KEY_PART: usize = 8;
+
+/// The largest encoding: what a member assembles (`group::pieces`). Our
+/// keys may cost more than Galera's count, so the limit alone does not
+/// bound it.
+pub const MAX_ENCODED: usize = 4 << 30;
+
 #[derive(Default, Debug)]
 pub struct Builder {
     keys: Vec<Key>,
@@ -33,13 +49,19 @@ pub struct Builder {
     /// collision the newer key is kept apart (expanded keys are merged by
     /// certification anyway).
     seen: HashMap<u64, usize, fxhash::FxBuildHasher>,
+    /// Hashes of the key prefixes above the rows (`[db]`, `[db][table]`)
+    /// counted so far, for Galera's size: a few per writeset.
+    prefixes: std::collections::HashSet<u64, fxhash::FxBuildHasher>,
     data: Vec<u8>,
+    /// Our encoding's length.
     size: usize,
+    /// The size as Galera counts it, against `repl.max_ws_size`.
+    counted: usize,
 }
 
 impl Builder {
     pub fn new() -> Builder {
-        Builder { size: FIXED_COST, ..Default::default() }
+        Builder { size: FIXED_COST, counted: GALERA_FIXED, ..Default::default() }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -59,7 +81,7 @@ impl Builder {
     }
 
     /// Adds a key; a key already present keeps the stronger kind.
-    pub fn append_key(&mut self, parts: Vec<Bytes>, kind: KeyKind, limit: usize) -> Result<(), AppendError> {
+    pub fn append_key(&mut self, parts: Vec<Bytes>, kind: KeyKind) -> Result<(), AppendError> {
         if parts.len() > MAX_KEY_PARTS {
             return Err(AppendError::BadKey("too many key parts"));
         }
@@ -69,6 +91,9 @@ impl Builder {
         let hash = fxhash::hash64(&parts);
         match self.seen.get(&hash) {
             Some(&i) if self.keys[i].parts == parts => {
+                // Galera adds a stronger copy of the key; we keep one.
+                let stronger = kind > self.keys[i].kind;
+                self.grow(0, if stronger { GALERA_KEY_PART } else { 0 })?;
                 self.keys[i].kind = self.keys[i].kind.max(kind);
                 return Ok(());
             }
@@ -77,26 +102,39 @@ impl Builder {
                 self.seen.insert(hash, self.keys.len());
             }
         }
-        self.grow(key_cost(&parts), limit)?;
+        let new_prefixes = (1..parts.len()).filter(|&n| !self.prefixes.contains(&fxhash::hash64(&parts[..n]))).count();
+        self.grow(key_cost(&parts), (new_prefixes + 1) * GALERA_KEY_PART)?;
+        self.prefixes.extend((1..parts.len()).map(|n| fxhash::hash64(&parts[..n])));
         self.keys.push(Key { kind, parts });
         Ok(())
     }
 
     /// Appends data; several calls concatenate (the API allows it, and the
     /// server then sees one buffer in `apply_cb`).
-    pub fn append_data(&mut self, bytes: &[u8], limit: usize) -> Result<(), AppendError> {
-        self.grow(bytes.len(), limit)?;
+    pub fn append_data(&mut self, bytes: &[u8]) -> Result<(), AppendError> {
+        self.grow(bytes.len(), bytes.len())?;
         self.data.extend_from_slice(bytes);
         Ok(())
     }
 
-    fn grow(&mut self, by: usize, limit: usize) -> Result<(), AppendError> {
+    /// Our encoding grows by `by`, Galera's count by `counted`.
+    fn grow(&mut self, by: usize, counted: usize) -> Result<(), AppendError> {
         let size = self.size.saturating_add(by);
-        if size > limit {
-            return Err(AppendError::SizeExceeded { size, limit });
+        if size > MAX_ENCODED {
+            return Err(AppendError::SizeExceeded { size, limit: MAX_ENCODED });
         }
-        self.size = size;
+        (self.size, self.counted) = (size, self.counted.saturating_add(counted));
         Ok(())
+    }
+
+    /// Whether the writeset fits `repl.max_ws_size`. Asked when it is
+    /// sent, as Galera does: appends never fail on the limit (the server
+    /// would log a failed append as its own warning and dump the events).
+    pub fn check(&self, limit: usize) -> Result<(), AppendError> {
+        match self.counted > limit {
+            true => Err(AppendError::SizeExceeded { size: self.counted, limit }),
+            false => Ok(()),
+        }
     }
 
     /// Finishes the writeset and leaves the builder empty for the next
@@ -105,9 +143,10 @@ impl Builder {
         let keys = std::mem::take(&mut self.keys);
         let data = Bytes::from(std::mem::take(&mut self.data));
         self.seen.clear();
+        self.prefixes.clear();
         let ws = WriteSet::new(flags, source, trx_id, conn_id, last_seen, keys, data);
         debug_assert_eq!(ws.encoded_len(), self.size);
-        self.size = FIXED_COST;
+        (self.size, self.counted) = (FIXED_COST, GALERA_FIXED);
         ws
     }
 }
@@ -116,8 +155,6 @@ impl Builder {
 mod tests {
     use super::*;
 
-    const BIG: usize = usize::MAX;
-
     fn parts(v: &[&str]) -> Vec<Bytes> {
         v.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect()
     }
@@ -125,35 +162,63 @@ mod tests {
     #[test]
     fn duplicate_keys_keep_the_stronger_kind() {
         let mut b = Builder::new();
-        b.append_key(parts(&["d", "t", "1"]), KeyKind::Reference, BIG).unwrap();
-        b.append_key(parts(&["d", "t", "1"]), KeyKind::Update, BIG).unwrap();
-        b.append_key(parts(&["d", "t", "1"]), KeyKind::Shared, BIG).unwrap();
+        b.append_key(parts(&["d", "t", "1"]), KeyKind::Reference).unwrap();
+        b.append_key(parts(&["d", "t", "1"]), KeyKind::Update).unwrap();
+        b.append_key(parts(&["d", "t", "1"]), KeyKind::Shared).unwrap();
         assert_eq!(b.key_count(), 1);
         let ws = b.take(0, Uuid::NIL, 1, 1, 0);
         assert_eq!(ws.keys[0].kind, KeyKind::Update);
     }
 
     #[test]
-    fn size_limit_counts_the_whole_encoding() {
+    fn the_limit_counts_sizes_as_galera_does() {
         let mut b = Builder::new();
-        let limit = FIXED_COST + 10;
-        b.append_data(b"0123456789", limit).unwrap();
-        assert!(matches!(b.append_data(b"x", limit), Err(AppendError::SizeExceeded { .. })));
+        let limit = GALERA_FIXED + 10;
+        b.append_data(b"0123456789").unwrap();
+        assert_eq!(b.check(limit), Ok(()));
+        b.append_data(b"x").unwrap();
+        assert_eq!(b.check(limit), Err(AppendError::SizeExceeded { size: limit + 1, limit }));
         let ws = b.take(0, Uuid::NIL, 1, 1, 0);
-        assert_eq!(ws.encoded_len(), limit);
+        assert_eq!(ws.encoded_len(), FIXED_COST + 11, "our encoding, counted apart");
         assert!(b.is_empty());
+    }
+
+    #[test]
+    fn a_key_part_costs_eight_bytes_once_in_galeras_count() {
+        // galera.MDEV-26597: eight rows of one table take the db and table
+        // parts once and a part per row.
+        let mut b = Builder::new();
+        for row in 0..8 {
+            b.append_key(parts(&["test", "t3", &format!("{row:04}")]), KeyKind::Exclusive).unwrap();
+        }
+        assert_eq!(b.counted, GALERA_FIXED + (2 + 8) * GALERA_KEY_PART);
+        b.append_key(parts(&["test", "t3", "0000"]), KeyKind::Shared).unwrap();
+        b.append_key(parts(&["test", "t3"]), KeyKind::Shared).unwrap();
+        assert_eq!(b.counted, GALERA_FIXED + 11 * GALERA_KEY_PART, "a repeated row costs nothing, the table key its own part");
+        b.take(0, Uuid::NIL, 1, 1, 0);
+        b.append_key(parts(&["test", "t3", "0000"]), KeyKind::Exclusive).unwrap();
+        assert_eq!(b.counted, GALERA_FIXED + 3 * GALERA_KEY_PART, "each fragment counts afresh");
+    }
+
+    #[test]
+    fn our_encoding_is_bounded_even_where_galeras_count_is_small() {
+        let mut b = Builder::new();
+        b.size = MAX_ENCODED - 10;
+        let long = vec![Bytes::from(vec![7u8; 100])];
+        assert_eq!(b.append_key(long, KeyKind::Exclusive), Err(AppendError::SizeExceeded { size: MAX_ENCODED + 94, limit: MAX_ENCODED }));
+        assert_eq!(b.check(usize::MAX), Ok(()), "Galera's count is small");
     }
 
     #[test]
     fn data_calls_concatenate_and_take_resets() {
         let mut b = Builder::new();
-        b.append_data(b"ab", BIG).unwrap();
-        b.append_data(b"cd", BIG).unwrap();
-        b.append_key(parts(&["d"]), KeyKind::Exclusive, BIG).unwrap();
+        b.append_data(b"ab").unwrap();
+        b.append_data(b"cd").unwrap();
+        b.append_key(parts(&["d"]), KeyKind::Exclusive).unwrap();
         let ws = b.take(0, Uuid::NIL, 1, 1, 0);
         assert_eq!(ws.data(), b"abcd");
         assert!(b.is_empty());
-        b.append_key(parts(&["d"]), KeyKind::Shared, BIG).unwrap();
+        b.append_key(parts(&["d"]), KeyKind::Shared).unwrap();
         assert_eq!(b.key_count(), 1);
     }
 }

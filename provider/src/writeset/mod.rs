@@ -16,7 +16,7 @@
 
 mod builder;
 
-pub use builder::{AppendError, Builder};
+pub use builder::{AppendError, Builder, MAX_ENCODED};
 
 use bytes::Bytes;
 
