@@ -408,12 +408,11 @@ impl Shared {
     pub(super) fn check_flow(&self) {
         let mut requested = self.fc_requested.lock().unwrap_or_else(|e| e.into_inner());
         let len = self.queue.len();
-        let (lower, upper) = self.fc_limits_cached();
-        let (upper, grace) = self.upper_after_big_apply(len, upper);
+        let (lower, upper) = self.limits_after_big_apply(len, self.fc_limits_cached());
         let (late, fresh) = self.lag_vs_bound();
         let signal = if !*requested && (len > upper || late) && self.flow_eligible() {
             crate::group::Signal::Stop
-        } else if *requested && ((fresh && (len <= lower || (grace && len <= upper))) || !self.flow_eligible()) {
+        } else if *requested && ((fresh && len <= lower) || !self.flow_eligible()) {
             crate::group::Signal::Cont
         } else {
             return;
@@ -448,29 +447,13 @@ impl Shared {
         self.group().map_or(own_ms, |g| own_ms.max(g.cluster_apply_lag_ms() as i64))
     }
 
-    /// The upper limit while a big writeset applies here, and after it
-    /// until the backlog is back under the limit (then true). The
-    /// writesets ordered after a big one wait for its commit, however
-    /// fast they apply: counting them would stop every writer of the
-    /// cluster for as long as the big one takes to apply (Galera does, 5 s
-    /// for a 200 MB UPDATE). So the queue may grow to BIG_APPLY_QUEUE
-    /// then, its followers commit as soon as it has, and the writers stop
-    /// only if this node still cannot keep up.
-    fn upper_after_big_apply(&self, len: usize, upper: usize) -> (usize, bool) {
-        /// About 13 s of a busy cluster's small writesets (5,000/s here),
-        /// longer than a 500,000-row UPDATE takes to apply (5 s): at 16384
-        /// the writers stopped for the last second of it. A few hundred
-        /// bytes each, so some 20 MB of queue at most.
-        const BIG_APPLY_QUEUE: usize = 65536;
-        if self.big_applying.load(Ordering::SeqCst) > 0 {
-            self.fc_grace.store(true, Ordering::SeqCst);
-        } else if len <= upper {
-            self.fc_grace.store(false, Ordering::SeqCst);
-        }
-        match self.fc_grace.load(Ordering::SeqCst) {
-            true => (upper.max(BIG_APPLY_QUEUE), true),
-            false => (upper, false),
-        }
+    /// The limits around a big writeset's apply (see `fc_grace`).
+    fn limits_after_big_apply(&self, len: usize, usual: (usize, usize)) -> (usize, usize) {
+        let big = self.big_applying.load(Ordering::SeqCst) > 0;
+        // Only check_flow reads and stores the mark, under its lock.
+        let (low, limits) = super::fc_grace::limits(self.fc_grace_low.load(Ordering::SeqCst), big, len, usual);
+        self.fc_grace_low.store(low, Ordering::SeqCst);
+        limits
     }
 
     fn flow_eligible(&self) -> bool {

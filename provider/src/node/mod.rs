@@ -16,6 +16,7 @@ mod capacity;
 mod causal;
 mod connection;
 mod delivery;
+mod fc_grace;
 mod lag;
 mod stall;
 mod local;
@@ -164,9 +165,8 @@ pub struct Shared {
     /// a pusher's STOP could reach the group after a popper's later CONT
     /// and hold every member paused with nothing left to lift it.
     fc_requested: Mutex<bool>,
-    /// Writesets of at least `BIG_WRITESET` bytes in apply_cb now, and
-    /// whether flow control is in its grace after one (see
-    /// `upper_after_big_apply`).
+    /// Writesets of at least `BIG_WRITESET` bytes in apply_cb now (see
+    /// `limits_after_big_apply`).
     big_applying: AtomicUsize,
     /// Writesets that may rightly hold the appliers for long (a DDL, a
     /// big writeset) in apply now, local TOI aside: the stall watch
@@ -178,7 +178,10 @@ pub struct Shared {
     apply_stalled: std::sync::atomic::AtomicBool,
     /// `lockstep.debug_hang_appliers`.
     hang_appliers: std::sync::atomic::AtomicBool,
-    fc_grace: std::sync::atomic::AtomicBool,
+    /// After a big writeset applied: the lowest the receive queue has
+    /// been since, while flow control's limits ride on it (0: they do
+    /// not; see `fc_grace`).
+    fc_grace_low: AtomicUsize,
     /// Flow-control limits (lower << 32 | upper), refreshed on views and
     /// option changes.
     fc_cached_limits: AtomicU64,
@@ -210,12 +213,12 @@ pub struct Shared {
     entered_at: AtomicI64,
 }
 
-/// The provider instance behind one `wsrep_t`.
 /// A writeset this large is big: its client's log line says when it was
 /// ordered, and while it applies, flow control waits for it (see
-/// `upper_after_big_apply`).
+/// `fc_grace`).
 pub(crate) const BIG_WRITESET: usize = 16 << 20;
 
+/// The provider instance behind one `wsrep_t`.
 pub struct Node {
     shared: Arc<Shared>,
 }
@@ -302,7 +305,7 @@ impl Node {
             stall: Default::default(),
             apply_stalled: Default::default(),
             hang_appliers: Default::default(),
-            fc_grace: Default::default(),
+            fc_grace_low: AtomicUsize::new(0),
             fc_cached_limits: AtomicU64::new((16 << 32) | 16),
             gcache: Mutex::new(gcache),
             ist: Default::default(),
