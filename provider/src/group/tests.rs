@@ -121,12 +121,20 @@ fn a_lone_member_bootstraps_and_orders_proposals() {
     assert_eq!(m.group.propose(9, Bytes::new()), Err(GroupError::Closed));
 }
 
-#[test]
-fn a_big_writeset_reaches_the_other_member_whole_and_its_origin_as_the_buffer_it_sent() {
+/// A bootstrapped member and a second one that joined it (in a view, or
+/// restored from a snapshot).
+fn joined_pair() -> (Member, Member) {
     let (a, _) = bootstrap(0);
     a.until("bootstrap view", view_with(1));
     let b = start("node2", Mode::Join { peers: vec![a.addr()] });
     a.until("view of 2 on a", view_with(2));
+    b.until("b sees itself", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
+    (a, b)
+}
+
+#[test]
+fn a_big_writeset_reaches_the_other_member_whole_and_its_origin_as_the_buffer_it_sent() {
+    let (a, b) = joined_pair();
     // Pieces of a payload that is not a multiple of them.
     let body = Bytes::from((0..3 * pieces::PIECE_BYTES + 77).map(|i| i as u8).collect::<Vec<u8>>());
     a.group.propose(5, body.clone()).unwrap();
@@ -171,11 +179,7 @@ fn ordered_of(m: &Member, want: usize) -> Vec<(Seqno, Uuid, u64)> {
 
 #[test]
 fn three_members_see_the_same_order_and_views() {
-    let (a, _) = bootstrap(0);
-    a.until("bootstrap view", view_with(1));
-    let b = start("node2", Mode::Join { peers: vec![a.addr()] });
-    a.until("view of 2 on a", view_with(2));
-    b.until("b sees itself", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
+    let (a, b) = joined_pair();
     let c = start("node3", Mode::Join { peers: vec![b.addr()] });
     let va = a.until("view of 3 on a", view_with(3));
     let vb = b.until("view of 3 on b", view_with(3));

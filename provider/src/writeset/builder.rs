@@ -102,9 +102,14 @@ impl Builder {
                 self.seen.insert(hash, self.keys.len());
             }
         }
-        let new_prefixes = (1..parts.len()).filter(|&n| !self.prefixes.contains(&fxhash::hash64(&parts[..n]))).count();
+        // Each prefix hashed once (this runs for every row): recorded, as
+        // `seen` is, before the size check, which only an encoding past
+        // MAX_ENCODED fails, and that ends the transaction.
+        let mut new_prefixes = 0;
+        for n in 1..parts.len() {
+            new_prefixes += usize::from(self.prefixes.insert(fxhash::hash64(&parts[..n])));
+        }
         self.grow(key_cost(&parts), (new_prefixes + 1) * GALERA_KEY_PART)?;
-        self.prefixes.extend((1..parts.len()).map(|n| fxhash::hash64(&parts[..n])));
         self.keys.push(Key { kind, parts });
         Ok(())
     }
