@@ -13,13 +13,14 @@ impl Shared {
     /// call (`upto` None: a Raft ReadIndex gives that seqno) or up to
     /// `upto`. `tout` is in seconds; -1 means `repl.causal_read_timeout`.
     pub fn sync_wait(&self, upto: Option<Gtid>, tout: i32, out: Option<&mut Gtid>) -> Status {
-        if self.node_state() == NodeState::Joining {
-            // No state to read yet. Waiting would last until the transfer
-            // ends or the timeout, and the reader may be the transfer
-            // itself (mysqldump's script queries the joiner with the
-            // server's wsrep_sync_wait): fail at once, as Galera's joiner
-            // answers at once.
-            return Status::TrxFail;
+        if self.node_state() == NodeState::Joining && !self.holds_group_history() {
+            // No state of this history to read yet. Waiting would last
+            // until a full transfer ends or the timeout, and the reader
+            // may be the transfer itself (mysqldump's script queries the
+            // joiner with the server's wsrep_sync_wait): fail at once, as
+            // Galera's joiner does (its apply monitor is of another
+            // history). A member catching up by IST waits, as in Galera.
+            return Status::TrxMissing;
         }
         let deadline = self.causal_deadline(tout);
         let target = match upto {
@@ -38,6 +39,14 @@ impl Shared {
             *out = self.last_committed();
         }
         Status::Ok
+    }
+
+    /// Whether the data this joiner started from is of the group's
+    /// history: a member rejoining after an eviction or a restart that
+    /// IST can bring up to date, not a fresh or inconsistent node.
+    fn holds_group_history(&self) -> bool {
+        let from = self.joined_from.lock().unwrap_or_else(|e| e.into_inner()).uuid;
+        !from.is_nil() && from == self.history()
     }
 
     fn causal_deadline(&self, tout: i32) -> Option<Instant> {
