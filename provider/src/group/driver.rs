@@ -1082,6 +1082,12 @@ impl Driver {
         }
         let now = self.clock.now();
         for gone in self.peers.difference(&wanted) {
+            // Its link stays for the notice of its removal, but no dial:
+            // its address may hold its successor already (it left and
+            // connected again), which would take each dial for a new link
+            // and ask the server's allowlist (that a mysqldump SST may be
+            // reloading: galera_vote_rejoin_mysqldump).
+            self.net.stop_dialing(*gone);
             self.departed.push((*gone, now + FORGET_AFTER));
         }
         self.peers = wanted;

@@ -15,6 +15,9 @@ pub trait Links: Send + Sync {
     fn send(&self, to: PeerId, kind: u8, payload: Bytes) -> bool;
     /// Keep a link to this member, which listens at `addr`.
     fn set_peer(&self, id: PeerId, addr: &str);
+    /// Stop dialing a member that left; its link, if up, stays until
+    /// `forget`.
+    fn stop_dialing(&self, id: PeerId);
     /// Drop the link to a member that left.
     fn forget(&self, id: PeerId);
     /// Contact an address of `wsrep_cluster_address` (its identity comes
@@ -44,6 +47,9 @@ impl Links for Transport {
     }
     fn set_peer(&self, id: PeerId, addr: &str) {
         Transport::set_peer(self, id, addr)
+    }
+    fn stop_dialing(&self, id: PeerId) {
+        Transport::stop_dialing(self, id)
     }
     fn forget(&self, id: PeerId) {
         Transport::forget(self, id)

@@ -56,6 +56,7 @@ impl Links for SimLinks {
     // Every member can reach every other unless a partition separates
     // them: there are no links to keep or drop.
     fn set_peer(&self, _: PeerId, _: &str) {}
+    fn stop_dialing(&self, _: PeerId) {}
     fn forget(&self, _: PeerId) {}
     fn connect_addr(&self, addr: &str) {
         if let Some(index) = addr.strip_prefix("sim:").and_then(|i| i.parse::<usize>().ok()) {

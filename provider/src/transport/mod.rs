@@ -341,6 +341,11 @@ impl Transport {
         self.shared.set_peer(id, addr);
     }
 
+    /// Stops dialing `id` and leaves its link, if up, as it is.
+    pub fn stop_dialing(&self, id: PeerId) {
+        self.shared.stop_dialing(id);
+    }
+
     /// Stops keeping `id` connected and closes its link.
     pub fn forget(&self, id: PeerId) {
         self.shared.forget(id);

@@ -82,6 +82,13 @@ impl Shared {
         }
     }
 
+    pub(super) fn stop_dialing(&self, id: PeerId) {
+        if let Some(p) = self.peers().get_mut(&id) {
+            p.wanted = None;
+        }
+        self.changed.notify_all();
+    }
+
     pub(super) fn forget(&self, id: PeerId) {
         let link = {
             let mut peers = self.peers();
