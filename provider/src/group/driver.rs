@@ -504,7 +504,22 @@ impl Driver {
     /// Hands Raft what our writesets have ready (see `Proposals::pump`).
     fn pump(&mut self) {
         let raw = &mut self.incarnation.raw;
-        self.proposals.pump(self.me.id, self.clock.now(), |data| raw.propose(vec![], data).is_ok());
+        self.proposals.pump(self.me.id, self.clock.now(), |entry| propose_split(raw, entry));
+    }
+
+    /// The payload of a writeset's entry that this member proposed, as a
+    /// view of the buffer it still holds: a member that is not the leader
+    /// gets its entries back from the leader, and would keep a second copy
+    /// of a big writeset in its log. None: not ours, or no longer held.
+    fn own_payload(&self, head: &Bytes, len: usize) -> Option<Bytes> {
+        let (token, offset) = match Entry::decode(head).ok()? {
+            Entry::Ordered { origin, token, .. } if origin == self.me.id => (token, 0),
+            Entry::Piece { origin, token, offset, .. } if origin == self.me.id => (token, offset as usize),
+            _ => return None,
+        };
+        let body = self.proposals.body(token)?;
+        let end = offset.checked_add(len).filter(|end| *end <= body.len())?;
+        Some(body.slice(offset..end))
     }
 
     /// A writeset of ours failed: its client hears it, and what of it may
@@ -850,18 +865,18 @@ impl Driver {
     /// One committed entry, through the gate (see `weighted`).
     pub(super) fn apply_entry(&mut self, e: RaftEntry) {
         self.applying = e.index;
-        self.applied_bytes += e.data.len() as u64;
+        self.applied_bytes += (e.context.len() + e.data.len()) as u64;
         match e.get_entry_type() {
-            EntryType::EntryNormal if e.get_data().is_empty() => {} // leader no-op
-            EntryType::EntryNormal => self.apply_normal(e.index, e.data),
+            EntryType::EntryNormal if e.data.is_empty() && e.context.is_empty() => {} // leader no-op
+            EntryType::EntryNormal => self.apply_normal(e.index, &e.context, &e.data),
             EntryType::EntryConfChange => self.apply_conf_change(e.index, e.get_data()),
             // Never proposed by lockstep: a peer that speaks another protocol.
             EntryType::EntryConfChangeV2 => self.halt(e.index, "a joint configuration change"),
         }
     }
 
-    fn apply_normal(&mut self, index: u64, data: Bytes) {
-        match Entry::decode(&data) {
+    fn apply_normal(&mut self, index: u64, head: &Bytes, body: &Bytes) {
+        match Entry::decode_split(head, body) {
             Ok(entry) => {
                 if matches!(entry, Entry::MemberState { member, transition: Transition::Rejoin, .. } if member == self.me.id) {
                     self.incarnation.quorum.rejoined();
@@ -1387,6 +1402,22 @@ impl Driver {
     }
 }
 
+/// Proposes a writeset's entry with its payload apart (`Entry::split`),
+/// so that the log holds a view of the client's buffer: raft-rs's
+/// `propose` takes owned vectors, a copy of every payload. A MsgPropose
+/// stepped in is what `propose` makes; true if Raft took it.
+fn propose_split(raw: &mut RawNode<GroupLog>, entry: Entry) -> bool {
+    let (head, body) = entry.split();
+    let mut e = RaftEntry::default();
+    e.context = Bytes::from(head);
+    e.data = body;
+    let mut m = Message::default();
+    m.set_msg_type(MessageType::MsgPropose);
+    m.from = raw.raft.id;
+    m.set_entries(vec![e].into());
+    raw.step(m).is_ok()
+}
+
 /// The Raft settings of every member (the simulator starts from them).
 pub fn raft_config(id: u64) -> raft::Config {
     raft::Config {
@@ -1473,5 +1504,13 @@ impl super::ready::ReadyHandler for Driver {
 
     fn read_states(&mut self, states: Vec<raft::ReadState>) {
         self.take_read_states(states)
+    }
+
+    fn to_store(&self, entries: &mut [RaftEntry]) {
+        for e in entries.iter_mut().filter(|e| !e.context.is_empty()) {
+            if let Some(own) = self.own_payload(&e.context, e.data.len()) {
+                e.data = own;
+            }
+        }
     }
 }

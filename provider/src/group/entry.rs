@@ -14,6 +14,12 @@
 //! member := uuid 16 | name str | incoming str | address str ; str := len u16 | utf-8
 //! ```
 //!
+//! A writeset's entries (`Ordered`, `Piece`) are proposed split at the
+//! payload (see [`Entry::split`]): the bytes before it in the Raft entry's
+//! context, the payload in its data. The log then holds a view of the
+//! buffer the origin's client encoded, not a copy of it; a big writeset
+//! is held once on its origin.
+//!
 //! Membership changes travel as Raft conf-change entries whose context is a
 //! [`Membership`] (same header, its own tags), so that a member replaying
 //! the log learns the voter set from the log itself.
@@ -175,6 +181,45 @@ impl Entry {
         out
     }
 
+    /// The entry's encoding in two parts, head and payload, whose
+    /// concatenation is `encode()`: for a writeset's entries the payload
+    /// is the writeset's own buffer (no copy); other entries are all head.
+    pub fn split(self) -> (Vec<u8>, Bytes) {
+        match self {
+            Entry::Ordered { origin, token, payload } => (ordered_header(origin, token, 0), payload),
+            Entry::Piece { origin, token, total, offset, data } => {
+                (Entry::Piece { origin, token, total, offset, data: Bytes::new() }.encode(), data)
+            }
+            other => (other.encode(), Bytes::new()),
+        }
+    }
+
+    /// `e` as the log gives it back, proposed as `split` cuts it (tests).
+    #[cfg(test)]
+    pub fn committed(e: Entry) -> Entry {
+        let (head, body) = e.split();
+        Entry::decode_split(&Bytes::from(head), &body).expect("a split entry decodes")
+    }
+
+    /// Decodes a committed entry proposed as `split` gave it (an entry
+    /// proposed whole has its encoding in `head` or in `body`, the other
+    /// empty). The payload is `body` itself, not a copy.
+    pub fn decode_split(head: &Bytes, body: &Bytes) -> Result<Entry, WireError> {
+        if head.is_empty() || body.is_empty() {
+            return Entry::decode(if head.is_empty() { body } else { head });
+        }
+        match Entry::decode(head)? {
+            Entry::Ordered { origin, token, payload } if payload.is_empty() => {
+                Ok(Entry::Ordered { origin, token, payload: body.clone() })
+            }
+            Entry::Piece { origin, token, total, offset, data } if data.is_empty() => {
+                Ok(Entry::Piece { origin, token, total, offset, data: body.clone() })
+            }
+            // Only a writeset's entries carry a payload apart.
+            _ => Err(WireError::Trailing),
+        }
+    }
+
     /// Decodes a committed entry; the payload of `Ordered` is a slice of
     /// `buf`, not a copy.
     pub fn decode(buf: &Bytes) -> Result<Entry, WireError> {
@@ -331,6 +376,9 @@ mod tests {
     fn round_trip(e: Entry) {
         let enc = Bytes::from(e.encode());
         assert_eq!(Entry::decode(&enc).unwrap(), e);
+        let (head, body) = e.clone().split();
+        assert_eq!([&head[..], &body[..]].concat(), &enc[..]);
+        assert_eq!(Entry::decode_split(&Bytes::from(head), &body).unwrap(), e);
         for len in 0..enc.len() {
             if let Ok(d) = Entry::decode(&enc.slice(..len)) {
                 // Only entries ending in a payload can be cut and still
@@ -338,6 +386,18 @@ mod tests {
                 assert!(matches!(d, Entry::Ordered { .. } | Entry::StateRequest { .. } | Entry::Piece { .. }));
             }
         }
+    }
+
+    #[test]
+    fn a_writesets_entry_is_proposed_as_a_view_of_its_buffer() {
+        let payload = Bytes::from(vec![7u8; 4096]);
+        let (head, body) = Entry::Ordered { origin: Uuid::random(), token: 3, payload: payload.clone() }.split();
+        assert_eq!(body.as_ptr(), payload.as_ptr());
+        let decoded = Entry::decode_split(&Bytes::from(head), &body).unwrap();
+        assert!(matches!(decoded, Entry::Ordered { payload: p, .. } if p.as_ptr() == payload.as_ptr()));
+        // A payload apart from an entry that has none is malformed.
+        let fence = Bytes::from(Entry::Fence { origin: Uuid::random(), token: 1 }.encode());
+        assert_eq!(Entry::decode_split(&fence, &payload), Err(WireError::Trailing));
     }
 
     #[test]

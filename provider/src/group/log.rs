@@ -95,7 +95,7 @@ impl GroupLog {
         let Ok(kept) = self.mem.entries(low, applied + 1, None, GetEntriesContext::empty(false)) else { return low };
         let mut held = 0u64;
         for e in kept.iter().rev() {
-            held += e.data.len() as u64;
+            held += (e.context.len() + e.data.len()) as u64;
             if held > bytes {
                 return e.index + 1;
             }

@@ -35,8 +35,9 @@ pub const WINDOW_PIECES: usize = 8;
 pub const MAX_TOTAL: u64 = crate::writeset::MAX_ENCODED as u64;
 
 /// The log entry of piece `i` of `body`, proposed by `origin` under wire
-/// token `token`. A body of one piece is an ordinary `Ordered` entry.
-pub fn entry(origin: Uuid, token: u64, body: &Bytes, i: usize) -> Vec<u8> {
+/// token `token`: a view of `body`. A body of one piece is an ordinary
+/// `Ordered` entry.
+pub fn entry(origin: Uuid, token: u64, body: &Bytes, i: usize) -> Entry {
     entry_of(origin, token, body, i, PIECE_BYTES)
 }
 
@@ -47,17 +48,15 @@ pub fn count_of(len: usize, piece: usize) -> usize {
 }
 
 /// `entry` for pieces of `piece` bytes.
-pub fn entry_of(origin: Uuid, token: u64, body: &Bytes, i: usize, piece: usize) -> Vec<u8> {
+pub fn entry_of(origin: Uuid, token: u64, body: &Bytes, i: usize, piece: usize) -> Entry {
     if body.len() <= piece {
         debug_assert_eq!(i, 0);
-        let mut out = super::entry::ordered_header(origin, token, body.len());
-        out.extend_from_slice(body);
-        return out;
+        return Entry::Ordered { origin, token, payload: body.clone() };
     }
     let start = i * piece;
     assert!(start < body.len(), "piece {} of a {}-byte body", i, body.len());
     let data = body.slice(start..(start + piece).min(body.len()));
-    Entry::Piece { origin, token, total: body.len() as u64, offset: start as u64, data }.encode()
+    Entry::Piece { origin, token, total: body.len() as u64, offset: start as u64, data }
 }
 
 /// What a committed piece did.
@@ -169,7 +168,7 @@ mod tests {
     fn feed(a: &mut Assemblies, origin: Uuid, token: u64, body: &Bytes, pieces: impl Iterator<Item = usize>) -> Assembled {
         let mut last = Assembled::Dropped;
         for i in pieces {
-            let e = Entry::decode(&Bytes::from(entry(origin, token, body, i))).unwrap();
+            let e = Entry::committed(entry(origin, token, body, i));
             let Entry::Piece { origin, token, total, offset, data } = e else { panic!("{e:?}") };
             last = a.add(origin, token, total, offset, data);
         }
@@ -184,7 +183,7 @@ mod tests {
         let b = body(PIECE_BYTES);
         assert_eq!(count_of(b.len(), PIECE_BYTES), 1);
         assert_eq!(count_of(0, PIECE_BYTES), 1);
-        let e = Entry::decode(&Bytes::from(entry(Uuid::NIL, 3, &b, 0))).unwrap();
+        let e = Entry::committed(entry(Uuid::NIL, 3, &b, 0));
         assert_eq!(e, Entry::Ordered { origin: Uuid::NIL, token: 3, payload: b });
     }
 

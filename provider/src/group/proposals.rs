@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use super::entry::Entry;
 use super::pieces;
 use crate::gtid::Uuid;
 
@@ -86,7 +87,7 @@ impl Proposals {
     /// order, at most `WINDOW_PIECES` uncommitted pieces per payload;
     /// `propose` says whether Raft took one. Stops at the first refusal
     /// (no leader): the next pump retries from there.
-    pub fn pump(&mut self, origin: Uuid, now: Instant, mut propose: impl FnMut(Vec<u8>) -> bool) {
+    pub fn pump(&mut self, origin: Uuid, now: Instant, mut propose: impl FnMut(Entry) -> bool) {
         let piece = self.piece;
         for (wire, p) in self.waiting.iter_mut() {
             while p.handed < p.pieces && p.handed - p.committed < pieces::WINDOW_PIECES {
@@ -213,7 +214,7 @@ mod tests {
     fn pump_all(p: &mut Proposals) -> Vec<Entry> {
         let mut out = Vec::new();
         p.pump(Uuid::NIL, Instant::now(), |e| {
-            out.push(Entry::decode(&Bytes::from(e)).unwrap());
+            out.push(Entry::committed(e));
             true
         });
         out

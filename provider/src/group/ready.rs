@@ -16,6 +16,9 @@ pub trait ReadyHandler {
     /// Committed entries, in order.
     fn apply(&mut self, entries: Vec<Entry>);
     fn read_states(&mut self, _states: Vec<ReadState>) {}
+    /// Entries about to be stored: a member may swap the payload of an
+    /// entry it proposed itself for its own buffer (same bytes).
+    fn to_store(&self, _entries: &mut [Entry]) {}
     /// How far the member applied, when it holds committed entries back
     /// (see `weighted`); None: everything handed to `apply`.
     fn applied(&self) -> Option<u64> {
@@ -36,7 +39,9 @@ pub fn hand_off(h: &mut impl ReadyHandler) {
     h.apply(ready.take_committed_entries());
     h.read_states(ready.take_read_states());
     if !ready.entries().is_empty() {
-        h.raw().store().append(ready.entries()).expect("append to the in-memory log");
+        let mut entries = ready.entries().clone(); // payloads are shared, not copied
+        h.to_store(&mut entries);
+        h.raw().store().append(&entries).expect("append to the in-memory log");
     }
     if let Some(hs) = ready.hs() {
         h.raw().store().set_hardstate(hs.clone());

@@ -14,8 +14,10 @@ use bytes::Bytes;
 /// The protocol this node speaks; the first byte of every frame. Peers of
 /// another version are refused at the handshake: it covers the frames,
 /// the group log's entries (2: a state request names the joiner's IST
-/// address; 3: big writesets in pieces) and the IST connection's chunks.
-pub const VERSION: u8 = 3;
+/// address; 3: big writesets in pieces; 4: a writeset's entries carry
+/// their header in the Raft entry's context) and the IST connection's
+/// chunks.
+pub const VERSION: u8 = 4;
 pub const HEADER_LEN: usize = 10;
 
 /// Kinds from here up belong to the transport itself; the owner's kinds are

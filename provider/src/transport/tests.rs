@@ -368,7 +368,7 @@ fn another_protocol_version_is_refused_cleanly_both_ways() {
     assert!(closed_by_peer(&mut s));
     assert_eq!(a.t.stats().refused_in, 1);
 
-    // A future listener answering in version 3: refused, not a crash.
+    // A listener of a newer version answering: refused, not a crash.
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     let future = l.local_addr().expect("addr");
     let server = std::thread::spawn(move || {

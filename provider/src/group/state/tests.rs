@@ -215,7 +215,7 @@ fn a_writeset_in_pieces_is_ordered_at_its_last_piece() {
     let mut g = boot(a, 0);
     membership(&mut g, Membership::Add { member: member(b, "node2") });
     let body = bytes::Bytes::from(vec![7u8; 3 * crate::group::pieces::PIECE_BYTES]);
-    let piece = |i| Entry::decode(&bytes::Bytes::from(crate::group::pieces::entry(b, 9, &body, i))).unwrap();
+    let piece = |i| Entry::committed(crate::group::pieces::entry(b, 9, &body, i));
     let before = g.seqno();
     assert!(matches!(apply(&mut g, piece(0))[..], [GroupEvent::Assembling { bytes, .. }] if bytes == crate::group::pieces::PIECE_BYTES as u64));
     assert!(!g.may_snapshot(), "no snapshot with a writeset half assembled");
