@@ -13,6 +13,13 @@ impl Shared {
     /// call (`upto` None: a Raft ReadIndex gives that seqno) or up to
     /// `upto`. `tout` is in seconds; -1 means `repl.causal_read_timeout`.
     pub fn sync_wait(&self, upto: Option<Gtid>, tout: i32, out: Option<&mut Gtid>) -> Status {
+        if matches!(self.node_state(), NodeState::Closed | NodeState::Connected) {
+            // Not in a primary component: nothing ordered can be read
+            // here now. Galera's caused() fails at once when non-primary
+            // (a waiting read would answer from a position the group may
+            // have left behind, or lapse into the node's rejoin).
+            return Status::TrxFail;
+        }
         if self.node_state() == NodeState::Joining && !self.holds_group_history() {
             // No state of this history to read yet. Waiting would last
             // until a full transfer ends or the timeout, and the reader
