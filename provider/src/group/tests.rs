@@ -147,8 +147,10 @@ fn a_big_writeset_reaches_the_other_member_whole_and_its_origin_as_the_buffer_it
     let on_a = payload_on(&a);
     assert_eq!(on_a, body);
     assert_eq!(on_a.as_ptr(), body.as_ptr(), "a keeps no second copy of its own writeset");
-    // From the member that is not the leader (whose log keeps its own
-    // buffer in place of what the leader sends back: see `to_store`).
+    // From the member that is not the leader: the leader assembles its
+    // bytes, and it gets its own buffer back. (That its log also keeps its
+    // own buffer, `to_store`, is not visible here: the benchmark's memory
+    // figures are that check.)
     let other = Bytes::from((0..2 * pieces::PIECE_BYTES + 5).map(|i| (i % 7) as u8).collect::<Vec<u8>>());
     b.group.propose(6, other.clone()).unwrap();
     assert_eq!(payload_on(&a), other, "a assembled b's bytes");
