@@ -187,6 +187,10 @@ pub(crate) struct Driver {
     /// A piece of ours was committed or a fence resends: more to hand to
     /// Raft once the current Ready is done.
     pump_due: bool,
+    /// A member's state or the configuration changed in this turn's
+    /// entries: a learner may be ready for promotion, or this member's
+    /// held SYNC for release, now rather than at the next tick.
+    members_moved: bool,
     /// When we last fenced lost proposals.
     last_fence: Instant,
     /// Our failed or abandoned writesets up to this token must be fenced:
@@ -333,6 +337,7 @@ impl Driver {
             proposals: Proposals::with_piece(cfg.limits.piece),
             applied_bytes: 0,
             pump_due: false,
+            members_moved: false,
             last_fence: now,
             owed_fence: None,
             snapshots: Default::default(),
@@ -437,6 +442,15 @@ impl Driver {
         self.on_ready();
         if std::mem::take(&mut self.pump_due) {
             self.pump();
+            self.on_ready();
+        }
+        if std::mem::take(&mut self.members_moved) {
+            // Waiting for the tick cost a joiner up to two of them
+            // between its JOIN and its SYNC (the leader's promotion, then
+            // the release), a window in which the server has the
+            // transferred state but is not ready for clients.
+            self.promote_learners();
+            self.release_sync();
             self.on_ready();
         }
         self.advance_weighted_commit();
@@ -563,8 +577,8 @@ impl Driver {
     /// leader died before promoting it was non-Primary with a peer that
     /// should have kept it Primary (two data nodes and garbd: the one just
     /// rejoined, and garbd). Galera counts every member of a view alike.
-    /// Bounded: one held entry, proposed on the tick the promotion is
-    /// applied (see `release_sync`).
+    /// Bounded: one held entry, proposed in the turn that applies the
+    /// promotion (see `release_sync`).
     fn hold_sync(&mut self, entry: Option<&Entry>, data: &[u8]) -> bool {
         let voter = self.state.member(self.me.id).is_some_and(|m| m.voter);
         if voter {
@@ -882,6 +896,7 @@ impl Driver {
                     self.incarnation.quorum.rejoined();
                 }
                 self.incarnation.unconfirmed.committed(self.me.id, &entry);
+                self.members_moved |= matches!(entry, Entry::MemberState { .. });
                 let before = self.events.len();
                 self.state.apply(entry, &mut self.events);
                 self.join_assembled(before);
@@ -991,6 +1006,7 @@ impl Driver {
             Ok(cc) => cc,
             Err(e) => return self.halt(index, &format!("configuration change: {}", e)),
         };
+        self.members_moved = true;
         match self.incarnation.raw.apply_conf_change(&cc) {
             Ok(cs) => self.incarnation.raw.store().set_conf_state(cs),
             // Refused alike on every member (e.g. removing the last voter).

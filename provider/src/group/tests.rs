@@ -868,3 +868,27 @@ fn leadership_moves_to_the_segment_that_writes() {
         m.group.stop();
     }
 }
+
+#[test]
+fn a_joiner_that_syncs_is_promoted_and_synced_without_waiting_for_a_tick() {
+    // galera_vote_rejoin_mysqldump: a member whose state just arrived is
+    // not ready for clients until it is Synced, and the leader promoted
+    // it, then it released its SYNC, each on a tick (up to 100 ms; the
+    // test's next statements came first). Ticks here are far apart, and
+    // the join itself is paced by them (the JOIN goes right after one),
+    // so only the turns that apply the JOIN and the promotion can do it.
+    let slow = |name: &str, mode| GroupConfig { tick: Duration::from_secs(2), ..config(name, mode) };
+    let a = start_with(slow("node1", Mode::Bootstrap { history: Uuid::random(), position: 0 }));
+    a.until("bootstrap view", view_with(1));
+    let b = start_with(slow("node2", Mode::Join { peers: vec![a.addr()] }));
+    b.until("b is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
+    let me = b.group.me().id;
+    let started = Instant::now();
+    b.group.member_state(Transition::Join, 0).unwrap();
+    b.until("b joined", |e| matches!(e, GroupEvent::MemberState { member, state: MemberState::Joined, .. } if *member == me));
+    b.group.member_state(Transition::Sync, 0).unwrap();
+    b.until("b synced", |e| matches!(e, GroupEvent::MemberState { member, state: MemberState::Synced, .. } if *member == me));
+    assert!(started.elapsed() < Duration::from_secs(1), "synced after {:?}: a tick did it", started.elapsed());
+    a.group.stop();
+    b.group.stop();
+}
