@@ -191,8 +191,9 @@ pub struct Shared {
     ist: Arc<crate::transfer::inbox::Incoming>,
     /// A full SST this node donates, until its script reports the state.
     after_sst: Mutex<Option<ist::AfterSst>>,
-    /// What the data held when this connection began: where a joiner's
-    /// IST starts.
+    /// What the data held when this connection began (where a joiner's
+    /// IST starts), then the state installed: whether a causal read on a
+    /// joiner has a history to wait in.
     joined_from: Mutex<Gtid>,
     /// This node left as inconsistent (a lost vote, an entry it cannot
     /// read): its data is no prefix of the cluster's, so its next join

@@ -269,6 +269,10 @@ impl Shared {
         // skipped every writeset since its failure, monitors passed).
         self.inconsistent.store(false, Ordering::SeqCst);
         self.apply_failed.store(SEQNO_UNDEFINED, Ordering::SeqCst);
+        // From here a causal read waits for the IST and the backlog, as
+        // Galera's does once its apply monitor has the transferred
+        // position; it no longer fails at once (see `sync_wait`).
+        *self.joined_from.lock().unwrap_or_else(|e| e.into_inner()) = gtid;
         log::info!("state installed at {}; applying what was ordered since", gtid);
         // Older than where this node entered the group: the seqnos in
         // between come from the donor's IST.
