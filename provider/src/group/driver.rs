@@ -438,6 +438,7 @@ impl Driver {
             self.on_tick();
         }
         self.maybe_bootstrap();
+        self.rejoin_once_led();
         self.net.set_eager(self.load.has_spare_time());
         self.on_ready();
         if std::mem::take(&mut self.pump_due) {
@@ -1174,15 +1175,11 @@ impl Driver {
     /// leader past the grace) and asks the group for a new primary view
     /// once a leader is back (see `quorum`).
     fn watch_quorum(&mut self) {
-        let member = self.state.member(self.me.id).is_some();
-        if !member || matches!(self.phase, Phase::Joining(_) | Phase::Leaving(_)) || self.removed {
+        if !self.watches_quorum() {
             return;
         }
         let now = self.clock.now();
-        let silent = super::quorum::LEADER_SILENT;
-        let spoke_as_leader = |id| self.leader_contact.is_some_and(|(l, at)| l == id && now.saturating_duration_since(at) <= silent);
-        let leader = super::quorum::has_leader(self.incarnation.raw.raft.leader_id, self.me.id.raft_id(), spoke_as_leader)
-            && self.weight_allows_leader(now);
+        let leader = self.leader_known(now);
         if self.incarnation.quorum.probe_due(now) {
             self.send_frame(self.peers.iter().copied(), &Frame::Probe);
             self.relay_commit_index();
@@ -1190,13 +1187,43 @@ impl Driver {
         }
         match self.incarnation.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
             Some(Change::Lost) => self.lose_primary_or_ignore(),
-            Some(Change::AskRejoin) => {
-                log::info!("leader {:x} is known and this node is non-Primary: asking the group for a primary view", self.incarnation.raw.raft.leader_id);
-                let entry = Entry::MemberState { member: self.me.id, transition: Transition::Rejoin, seqno: self.state.seqno() };
-                let _ = self.incarnation.raw.propose(vec![], entry.encode());
-            }
+            Some(Change::AskRejoin) => self.ask_rejoin(),
             None => {}
         }
+    }
+
+    /// A non-primary member asks for its primary view in the turn that
+    /// brings a leader, not at the next tick: its server may already have
+    /// heard a primary view with it (another member's rejoin), and is not
+    /// ready for clients until its own rejoin gives it its state again
+    /// (galera.MDEV-35946 read in that window, 1 run in 10).
+    fn rejoin_once_led(&mut self) {
+        if self.incarnation.quorum.is_primary() || !self.watches_quorum() {
+            return;
+        }
+        let now = self.clock.now();
+        let leader = self.leader_known(now);
+        if let Some(Change::AskRejoin) = self.incarnation.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
+            self.ask_rejoin();
+        }
+    }
+
+    fn watches_quorum(&self) -> bool {
+        let member = self.state.member(self.me.id).is_some();
+        member && !matches!(self.phase, Phase::Joining(_) | Phase::Leaving(_)) && !self.removed
+    }
+
+    /// A leader that spoke as one lately, and that the weights allow.
+    fn leader_known(&self, now: Instant) -> bool {
+        let silent = super::quorum::LEADER_SILENT;
+        let spoke_as_leader = |id| self.leader_contact.is_some_and(|(l, at)| l == id && now.saturating_duration_since(at) <= silent);
+        super::quorum::has_leader(self.incarnation.raw.raft.leader_id, self.me.id.raft_id(), spoke_as_leader) && self.weight_allows_leader(now)
+    }
+
+    fn ask_rejoin(&mut self) {
+        log::info!("leader {:x} is known and this node is non-Primary: asking the group for a primary view", self.incarnation.raw.raft.leader_id);
+        let entry = Entry::MemberState { member: self.me.id, transition: Transition::Rejoin, seqno: self.state.seqno() };
+        let _ = self.incarnation.raw.propose(vec![], entry.encode());
     }
 
     /// A non-primary arbitrator calls its last view's addresses as a first
