@@ -12,7 +12,7 @@ use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use raft::prelude::ConfChangeType;
-use raft::StateRole;
+use raft::{ProgressState, StateRole};
 
 use super::driver::{Driver, REMEMBER_REMOVED};
 use super::entry::{MemberInfo, Membership};
@@ -204,16 +204,21 @@ impl Driver {
     }
 
     /// The leader promotes learners that now hold the state, one conf
-    /// change at a time.
+    /// change at a time, but not one with a snapshot in flight: promoted
+    /// in the turn its JOIN was applied, a learner whose answer to its
+    /// snapshot was lost became a voter stuck behind a log the leader no
+    /// longer had (simulator seed 4212).
     pub(super) fn promote_learners(&mut self) {
-        if self.incarnation.raw.raft.state != StateRole::Leader || self.incarnation.raw.raft.has_pending_conf() {
+        let raft = &self.incarnation.raw.raft;
+        if raft.state != StateRole::Leader || raft.has_pending_conf() {
             return;
         }
+        let replicating = |id: Uuid| raft.prs().get(id.raft_id()).is_some_and(|pr| pr.state != ProgressState::Snapshot);
         let ready = self
             .state
             .members()
             .iter()
-            .find(|m| !m.voter && holds_state(m))
+            .find(|m| !m.voter && holds_state(m) && replicating(m.info.id))
             .map(|m| m.info.id);
         if let Some(id) = ready {
             self.propose_membership(Membership::Promote { member: id }, ConfChangeType::AddNode);
