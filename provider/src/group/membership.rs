@@ -213,12 +213,12 @@ impl Driver {
         if raft.state != StateRole::Leader || raft.has_pending_conf() {
             return;
         }
-        let replicating = |id: Uuid| raft.prs().get(id.raft_id()).is_some_and(|pr| pr.state != ProgressState::Snapshot);
+        let no_snapshot_pending = |id: Uuid| raft.prs().get(id.raft_id()).is_some_and(|pr| pr.state != ProgressState::Snapshot);
         let ready = self
             .state
             .members()
             .iter()
-            .find(|m| !m.voter && holds_state(m) && replicating(m.info.id))
+            .find(|m| !m.voter && holds_state(m) && no_snapshot_pending(m.info.id))
             .map(|m| m.info.id);
         if let Some(id) = ready {
             self.propose_membership(Membership::Promote { member: id }, ConfChangeType::AddNode);
