@@ -124,7 +124,8 @@ fn with_garbd_either_of_two_data_nodes_survives_the_others_death() {
     wait_size(n1, "2", Duration::from_secs(30));
     assert!(stopped.elapsed() < Duration::from_secs(4), "garbd left by eviction ({:?}), not by leaving", stopped.elapsed());
     n1.sql("INSERT INTO d.t VALUES (4)").unwrap();
-    assert_eq!(n2.sql("SELECT COUNT(*) FROM d.t WHERE id = 4").unwrap(), [["1"]]);
+    // A causal read: n2 may not have applied the row yet when n1 commits.
+    assert_eq!(n2.sql("SET SESSION wsrep_sync_wait = 1; SELECT COUNT(*) FROM d.t WHERE id = 4").unwrap(), [["1"]]);
     assert_eq!(count(n1), count(n2));
 }
 
