@@ -20,6 +20,7 @@ use super::entry::{Entry, MemberInfo, Membership, Transition};
 use super::flow_control::{FlowControl, Signal};
 use super::frame::{Frame, FrameError};
 use super::liveness::{Liveness, Timeouts};
+use super::defrag::Defrag;
 use super::pieces;
 use super::proposals::{Failed, Proposals};
 use super::quorum::{Change, Policy, Quorum};
@@ -181,6 +182,9 @@ pub(crate) struct Driver {
     pub(super) counters: Arc<Counters>,
     /// Our writesets until they are ordered.
     pub(super) proposals: Proposals,
+    /// Other members' big writesets, written into one buffer each as
+    /// their pieces are stored (see `defrag`).
+    defrag: Defrag,
     /// Entry bytes applied since the last snapshot (big writesets' pieces
     /// make entries of very different sizes).
     applied_bytes: u64,
@@ -335,6 +339,7 @@ impl Driver {
             next_read: 1,
             counters,
             proposals: Proposals::with_piece(cfg.limits.piece),
+            defrag: Defrag::default(),
             applied_bytes: 0,
             pump_due: false,
             members_moved: false,
@@ -843,6 +848,7 @@ impl Driver {
     /// stays one that sends no snapshot.
     pub(super) fn next_incarnation(&mut self, raw: RawNode<GroupLog>) {
         self.incarnation = self.incarnation.next(arbitrator_log(raw, self.me.arbitrator));
+        self.defrag.clear();
     }
 
     /// Whether the member `id` (its progress `pr`, as this leader tracks
@@ -947,8 +953,13 @@ impl Driver {
     /// A writeset ordered from pieces reaches the node as one payload. Our
     /// own is the buffer we sent, which its client holds anyway: joining
     /// the pieces would make a big writeset's second copy on its origin.
+    /// Another's is the buffer its pieces were written into as they were
+    /// stored, when they all were (see `defrag`).
     fn join_assembled(&mut self, from: usize) {
         for ev in &mut self.events[from..] {
+            if let GroupEvent::Fenced { origin, token } = ev {
+                self.defrag.fence(*origin, *token);
+            }
             let GroupEvent::Assembled { seqno, origin, token, pieces } = ev else { continue };
             let len: usize = pieces.iter().map(Bytes::len).sum();
             let ours = if *origin == self.me.id { self.proposals.body(*token).filter(|b| b.len() == len) } else { None };
@@ -957,7 +968,10 @@ impl Driver {
                     debug_assert!(pieces::join(pieces.clone()) == *body, "our writeset came back changed");
                     body.clone()
                 }
-                None => pieces::join(std::mem::take(pieces)),
+                None => match self.defrag.take(*origin, *token, pieces) {
+                    Some(whole) => whole,
+                    None => pieces::join(std::mem::take(pieces)),
+                },
             };
             *ev = GroupEvent::Ordered { seqno: *seqno, origin: *origin, token: *token, payload };
         }
@@ -1065,6 +1079,7 @@ impl Driver {
             return log::error!("cannot install the snapshot at index {}: {}", index, e);
         }
         self.state = state;
+        self.defrag.clear();
         self.applying = index;
         self.incarnation.gate.restart(self.state.weighted().then_some(index));
         log::info!("restored the group state at seqno {} from a snapshot (index {})", self.state.seqno(), index);
@@ -1549,10 +1564,14 @@ impl super::ready::ReadyHandler for Driver {
         self.take_read_states(states)
     }
 
-    fn to_store(&self, entries: &mut [RaftEntry]) {
+    fn to_store(&mut self, entries: &mut [RaftEntry]) {
         for e in entries.iter_mut().filter(|e| !e.context.is_empty()) {
             if let Some(own) = self.own_payload(&e.context, e.data.len()) {
                 e.data = own;
+            } else if let Ok(Entry::Piece { origin, token, total, offset, .. }) = Entry::decode(&e.context) {
+                if let Some(view) = self.defrag.stage(origin, token, total, offset, &e.data) {
+                    e.data = view;
+                }
             }
         }
     }

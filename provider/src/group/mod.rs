@@ -8,6 +8,7 @@
 //! its [`Delivery`]. Members talk over [`crate::transport`].
 
 pub(crate) mod commands;
+mod defrag;
 mod driver;
 mod incarnation;
 pub mod entry;

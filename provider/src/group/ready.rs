@@ -17,8 +17,9 @@ pub trait ReadyHandler {
     fn apply(&mut self, entries: Vec<Entry>);
     fn read_states(&mut self, _states: Vec<ReadState>) {}
     /// Entries about to be stored: a member may swap the payload of an
-    /// entry it proposed itself for its own buffer (same bytes).
-    fn to_store(&self, _entries: &mut [Entry]) {}
+    /// entry for its own buffer of the same bytes (its own writeset's, or
+    /// the one another's big writeset is written into).
+    fn to_store(&mut self, _entries: &mut [Entry]) {}
     /// How far the member applied, when it holds committed entries back
     /// (see `weighted`); None: everything handed to `apply`.
     fn applied(&self) -> Option<u64> {
