@@ -527,17 +527,14 @@ impl Driver {
         self.proposals.pump(self.me.id, self.clock.now(), |entry| propose_split(raw, entry));
     }
 
-    /// The payload of a writeset's entry that this member proposed, as a
-    /// view of the buffer it still holds: a member that is not the leader
-    /// gets its entries back from the leader, and would keep a second copy
-    /// of a big writeset in its log. None: not ours, or no longer held.
-    fn own_payload(&self, head: &Bytes, len: usize) -> Option<Bytes> {
-        let (token, offset) = match Entry::decode(head).ok()? {
-            Entry::Ordered { origin, token, .. } if origin == self.me.id => (token, 0),
-            Entry::Piece { origin, token, offset, .. } if origin == self.me.id => (token, offset as usize),
-            _ => return None,
-        };
+    /// The payload of a writeset's entry that this member proposed (bytes
+    /// `offset..offset + len` of writeset `token`), as a view of the buffer
+    /// it still holds: a member that is not the leader gets its entries
+    /// back from the leader, and would keep a second copy of a big
+    /// writeset in its log. None: no longer held.
+    fn own_payload(&self, token: u64, offset: u64, len: usize) -> Option<Bytes> {
         let body = self.proposals.body(token)?;
+        let offset = offset as usize;
         let end = offset.checked_add(len).filter(|end| *end <= body.len())?;
         Some(body.slice(offset..end))
     }
@@ -1565,13 +1562,17 @@ impl super::ready::ReadyHandler for Driver {
     }
 
     fn to_store(&mut self, entries: &mut [RaftEntry]) {
+        let me = self.me.id;
         for e in entries.iter_mut().filter(|e| !e.context.is_empty()) {
-            if let Some(own) = self.own_payload(&e.context, e.data.len()) {
-                e.data = own;
-            } else if let Ok(Entry::Piece { origin, token, total, offset, .. }) = Entry::decode(&e.context) {
-                if let Some(view) = self.defrag.stage(origin, token, total, offset, &e.data) {
-                    e.data = view;
-                }
+            let len = e.data.len();
+            let stored = match Entry::decode(&e.context) {
+                Ok(Entry::Ordered { origin, token, .. }) if origin == me => self.own_payload(token, 0, len),
+                Ok(Entry::Piece { origin, token, offset, .. }) if origin == me => self.own_payload(token, offset, len),
+                Ok(Entry::Piece { origin, token, total, offset, .. }) => self.defrag.stage(origin, token, total, offset, &e.data),
+                _ => None,
+            };
+            if let Some(data) = stored {
+                e.data = data;
             }
         }
     }
