@@ -110,16 +110,10 @@ impl Defrag {
     /// `data` written into it; None when the piece does not continue a
     /// buffer (it is stored as it came).
     pub fn stage(&mut self, origin: Uuid, token: u64, total: u64, offset: u64, data: &[u8]) -> Option<Bytes> {
-        let at = self.open.iter().position(|o| o.origin == origin && o.token == token);
         if offset == 0 && total <= MAX_TOTAL {
-            // A first piece starts the writeset (again, for a resend).
-            at.map(|i| self.open.remove(i));
-            if self.open.len() == MAX_OPEN {
-                self.open.remove(0);
-            }
-            self.open.push(Open { origin, token, buf: Arc::new(Buffer::new(total as usize)), filled: 0 });
+            self.start(origin, token, total as usize);
         }
-        let i = self.open.iter().position(|o| o.origin == origin && o.token == token)?;
+        let i = self.find(origin, token)?;
         let o = &mut self.open[i];
         if o.buf.len as u64 != total || offset as usize != o.filled || o.filled + data.len() > o.buf.len || data.is_empty() {
             self.open.remove(i);
@@ -135,9 +129,25 @@ impl Defrag {
     /// The writeset whole, without a copy, when the committed `pieces` are
     /// the views its buffer gave out; None: join them (see `pieces::join`).
     pub fn take(&mut self, origin: Uuid, token: u64, pieces: &[Bytes]) -> Option<Bytes> {
-        let i = self.open.iter().position(|o| o.origin == origin && o.token == token)?;
+        let i = self.find(origin, token)?;
         let o = self.open.remove(i);
         o.holds(pieces).then(|| o.view(0, o.filled))
+    }
+
+    /// A first piece starts the writeset's buffer (again, for a resend),
+    /// letting the oldest go when `MAX_OPEN` are open.
+    fn start(&mut self, origin: Uuid, token: u64, total: usize) {
+        if let Some(i) = self.find(origin, token) {
+            self.open.remove(i);
+        }
+        if self.open.len() == MAX_OPEN {
+            self.open.remove(0);
+        }
+        self.open.push(Open { origin, token, buf: Arc::new(Buffer::new(total)), filled: 0 });
+    }
+
+    fn find(&self, origin: Uuid, token: u64) -> Option<usize> {
+        self.open.iter().position(|o| o.origin == origin && o.token == token)
     }
 
     /// `origin`'s writesets up to `token` are fenced: never completed.

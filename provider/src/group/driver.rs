@@ -951,7 +951,8 @@ impl Driver {
     /// own is the buffer we sent, which its client holds anyway: joining
     /// the pieces would make a big writeset's second copy on its origin.
     /// Another's is the buffer its pieces were written into as they were
-    /// stored, when they all were (see `defrag`).
+    /// stored, when they all were (see `defrag`); a fence lets go of the
+    /// buffers of the writesets it drops.
     fn join_assembled(&mut self, from: usize) {
         for ev in &mut self.events[from..] {
             if let GroupEvent::Fenced { origin, token } = ev {
