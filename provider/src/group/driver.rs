@@ -724,7 +724,11 @@ impl Driver {
             }
         }
         if self.incarnation.raw.raft.state == StateRole::Leader {
-            for id in self.snapshots.check(&mut self.incarnation.raw, now) {
+            let reported = self.snapshots.check(&mut self.incarnation.raw, now);
+            for id in reported.arrived {
+                log::info!("member {:x} has restored the snapshot sent to it (its commit index says so, its answer has not come): replicating to it again", id);
+            }
+            for id in reported.lost {
                 log::info!("no answer to the snapshot sent to member {:x} within {:?}: sending it again", id, super::snapshot_watch::LOST_AFTER);
             }
         }
