@@ -296,9 +296,9 @@ impl Shared {
                 Status::Ok
             }
             Err(Interrupted::Aborted) => {
-                log::debug!("commit order of trx {} at {} interrupted: replay", trx.trx_id as i64, seqno);
-                t.state = TrxState::MustReplay;
-                Status::BfAbort
+                log::debug!("commit order of trx {} at {} interrupted", trx.trx_id as i64, seqno);
+                t.state = TrxState::MustAbort;
+                self.aborted_before_commit(&mut t).unwrap_or(Status::TrxFail)
             }
             Err(Interrupted::Closed) => Status::ConnFail,
         }
@@ -417,13 +417,7 @@ impl Shared {
         };
         let mut t = trx.lock();
         *victim_seqno = t.seqno;
-        let ordered_before = t.seqno >= 0 && t.seqno < bf_seqno;
-        let allowed = match t.state {
-            TrxState::Executing | TrxState::Replicating => true,
-            TrxState::Certified => !ordered_before,
-            TrxState::Committing => !ordered_before && self.commit.interrupt(t.seqno),
-            _ => false,
-        };
+        let allowed = Self::may_abort(&t, bf_seqno, |seqno| self.commit.interrupt(seqno));
         log::debug!("abort trx {} (seqno {}, {:?}) for {}: {}", victim as i64, t.seqno, t.state, bf_seqno, if allowed { "aborted" } else { "not allowed" });
         if !allowed {
             return Status::NotAllowed;
@@ -434,6 +428,30 @@ impl Shared {
             g.wake_flow_waiters(); // it may wait for flow control in certify
         }
         Status::Ok
+    }
+
+    /// Whether a brute-force applier at `bf_seqno` may abort the trx. Only
+    /// a commit ordered before the applier is out of its reach: that commit
+    /// must happen first. A streaming fragment is not a commit, even when
+    /// ordered before and stored already: the transaction keeps its row
+    /// locks after each fragment, so refusing here would leave the applier
+    /// waiting on locks that nothing releases (the transaction's own next
+    /// commit waits for the applier's seqno). It rolls back instead, as
+    /// with Galera, and its rollback fragment cleans up the others.
+    fn may_abort(t: &TrxInner, bf_seqno: Seqno, interrupt_commit: impl FnOnce(Seqno) -> bool) -> bool {
+        let committing = t.ws.as_ref().is_some_and(|w| w.has(flags::TRX_END));
+        let ordered_before = t.seqno >= 0 && t.seqno < bf_seqno;
+        if ordered_before && committing {
+            return false;
+        }
+        match t.state {
+            TrxState::Executing | TrxState::Replicating | TrxState::Certified => true,
+            // Waiting for its commit turn: woken with an error. A fragment
+            // already inside commits its part and the trx rolls back after.
+            TrxState::Committing => interrupt_commit(t.seqno) || !committing,
+            TrxState::Committed => !committing,
+            _ => false,
+        }
     }
 
     /// Applies a brute-force-aborted transaction's own writeset on its

@@ -390,6 +390,69 @@ fn streaming_fragments_keep_the_handle_and_rollback_is_applied_here_too() {
     h.stop();
 }
 
+/// galera_sr.GCF-1018B: an applier needs a row lock that a streaming trx
+/// holds, and the trx's last fragment is ordered before the applier. The
+/// fragment is no commit: the trx must be abortable at every step of
+/// storing it, or the applier waits for locks that the trx's own commit
+/// (ordered after the applier) would release.
+#[test]
+fn a_streaming_fragment_ordered_before_the_applier_does_not_shield_its_trx() {
+    // Where the abort finds the fragment: certified, waiting for its commit
+    // turn, committed but not yet released.
+    for moment in ["certified", "committing", "committed"] {
+        let h = start(temp_dir(), 1);
+        let n = &h.node;
+        // A commit ordered first keeps the fragment waiting for its turn.
+        let mut first = Handle { trx_id: 30, opaque: 0 };
+        n.append_key(&mut first, vec![vec![Bytes::from_static(b"e")]], KeyKind::Exclusive);
+        n.append_data(&mut first, &[b"w"]);
+        assert_eq!(n.certify(1, &mut first, COMMIT, &mut Meta::undefined()), Status::Ok);
+        let mut t = Handle { trx_id: 31, opaque: 0 };
+        n.append_key(&mut t, vec![vec![Bytes::from_static(b"d"), Bytes::from_static(b"t"), Bytes::from_static(b"1")]], KeyKind::Exclusive);
+        n.append_data(&mut t, &[b"fragment"]);
+        let mut m = Meta::undefined();
+        assert_eq!(n.certify(1, &mut t, flags::TRX_START, &mut m), Status::Ok);
+        // The applier that needs the trx's locks comes after the fragment.
+        let applier = m.gtid.seqno + 1;
+        let mut vs = 0;
+        let fragment_commit = match moment {
+            "certified" => {
+                assert_eq!(n.abort_certification(applier, 31, &mut vs), Status::Ok, "{}", moment);
+                n.commit_order_enter(&t)
+            }
+            "committing" => {
+                let waiter = {
+                    let n = h.node.clone();
+                    thread::spawn(move || n.commit_order_enter(&t))
+                };
+                thread::sleep(Duration::from_millis(50));
+                assert_eq!(n.abort_certification(applier, 31, &mut vs), Status::Ok, "{}", moment);
+                waiter.join().unwrap()
+            }
+            _ => Status::Ok,
+        };
+        for x in [&mut first] {
+            assert_eq!(n.commit_order_enter(x), Status::Ok);
+            assert_eq!(n.commit_order_leave(x, &[]), Status::Ok);
+            assert_eq!(n.release(x), Status::Ok);
+        }
+        if moment == "committed" {
+            assert_eq!(n.commit_order_enter(&t), Status::Ok);
+            assert_eq!(n.commit_order_leave(&t, &[]), Status::Ok);
+            assert_eq!(n.abort_certification(applier, 31, &mut vs), Status::Ok, "{}", moment);
+        } else {
+            assert_eq!(fragment_commit, Status::TrxFail, "{}: a fragment is not replayed", moment);
+        }
+        assert_eq!(n.release(&mut t), Status::Ok);
+        assert_eq!(n.rollback(31, &[]), Status::Ok);
+        assert_eq!(n.release(&mut t), Status::Ok);
+        let rollback = m.gtid.seqno + 1;
+        h.wait_for(|e| e.iter().any(|x| matches!(x, Event::Apply { seqno, flags, .. } if *seqno == rollback && *flags == flags::ROLLBACK | flags::PA_UNSAFE)));
+        assert_eq!(h.commit(40, "next", COMMIT), (Status::Ok, rollback + 1), "{}: ordering goes on", moment);
+        h.stop();
+    }
+}
+
 #[test]
 fn pause_holds_commits_until_resume() {
     let h = Arc::new(start(temp_dir(), 1));
