@@ -98,12 +98,12 @@ impl Shared {
         let items = match self.ist_items(from.1, seqno, &ist.addr) {
             Ok(items) => items,
             Err(why) if running => {
-                log::error!("{} rejoins a running server and needs IST from {}, but {}: restart that node (it then joins by SST)", joiner, from.1 + 1, why);
+                log::error!("{} rejoins a running server and needs IST, but IST first seqno {} {}: restart that node (it then joins by SST)", joiner, from.1 + 1, why);
                 self.sst_sent(Gtid::new(from.0, from.1), -libc::ENODATA);
                 return true;
             }
             Err(why) => {
-                log::info!("IST from {} impossible: {}; falling back to SST", from.1 + 1, why);
+                log::info!("IST first seqno {} {}, falling back to SST", from.1 + 1, why);
                 return false;
             }
         };
@@ -126,14 +126,14 @@ impl Shared {
     }
 
     /// The seqnos after `after` up to `upto`, or why they cannot be sent.
-    fn ist_items(&self, after: Seqno, upto: Seqno, addr: &str) -> Result<Vec<(Seqno, Cached)>, String> {
+    fn ist_items(&self, after: Seqno, upto: Seqno, addr: &str) -> Result<Vec<(Seqno, Cached)>, NoIst> {
         if addr.is_empty() {
-            return Err("the joiner has no IST receiver".into());
+            return Err(NoIst::NoReceiver);
         }
         if after >= upto {
             return Ok(Vec::new());
         }
-        self.cached(after + 1, upto).ok_or_else(|| format!("the gcache does not hold seqno {}", after + 1))
+        self.cached(after + 1, upto).ok_or(NoIst::NotCached)
     }
 
     /// Seqnos `from..=to` from the gcache, read without holding its lock
@@ -185,7 +185,7 @@ impl Shared {
                 let note = format!(", after the SST's state at {} up to the state request at {}", state.seqno, sst.upto);
                 self.send_ist(sst.joiner, &sst.addr, state.seqno, sst.upto, items, &note);
             }
-            Err(why) => log::warning!("no IST after the SST to {}: {}", sst.joiner, why),
+            Err(why) => log::warning!("no IST after the SST to {}: IST first seqno {} {}", sst.joiner, state.seqno + 1, why),
         }
     }
 
@@ -287,5 +287,22 @@ impl Shared {
                 false
             }
         }
+    }
+}
+
+/// Why a gap cannot go by IST, worded to follow "IST first seqno N".
+enum NoIst {
+    NoReceiver,
+    NotCached,
+}
+
+impl std::fmt::Display for NoIst {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NoIst::NoReceiver => "cannot be sent: the joiner has no IST receiver",
+            // Galera's words: galera.galera_gcache_recover_full_gcache
+            // looks for them in the donor's log.
+            NoIst::NotCached => "not found from cache",
+        })
     }
 }
