@@ -128,7 +128,6 @@ impl OptionSpec {
             "gcs.recv_q_hard_limit" | "gcs.recv_q_soft_limit" => "the receive queue is bounded by flow control (gcs.fc_limit, lockstep.max_lag_ms)",
             "gcs.max_throttle" => "a state transfer does not throttle replication",
             "gcs.fc_debug" => "flow control shows in status variables, the metrics endpoint and lockstep top, not in the log",
-            "gcs.stateless" => "Galera's garbd sets it; lockstep's garbd is a program of its own",
             "gmcast.group" => "the group's name is wsrep_cluster_name",
             "gmcast.mcast_addr" | "gmcast.mcast_port" | "gmcast.mcast_ttl" => "no multicast: nodes talk over TCP",
             "gmcast.peer_addr" => "peers come from wsrep_cluster_address and the group's membership",
@@ -361,7 +360,7 @@ registry! {
         dbl_open(0.0, 1.0), shown("0.25"), Dynamic, CanonicalAtRuntime, false, false,
         "Fraction of the hard limit at which replication is throttled";
     GcsStateless GCS_STATELESS BoolKey = "gcs.stateless", BOOL, hidden("no"), Static, Verbatim,
-        false, false, "Node keeps no state (arbitrator)";
+        false, true, "Node is never chosen as a state transfer donor";
     GcsSyncDonor GCS_SYNC_DONOR BoolKey = "gcs.sync_donor", BOOL, shown("no"), Dynamic,
         Verbatim, false, true, "A donor in state transfer still takes part in flow control";
     GcsVotePolicy GCS_VOTE_POLICY IntKey = "gcs.vote_policy", int(0, 255), hidden("0"), Static,
@@ -614,6 +613,7 @@ mod tests {
                 "gcs.fc_limit",
                 "gcs.fc_master_slave",
                 "gcs.fc_single_primary",
+                "gcs.stateless",
                 "gcs.sync_donor",
                 "gcs.vote_policy",
                 "gmcast.isolate",

@@ -81,6 +81,7 @@ impl Arbitrator {
             incoming: String::new(),
             address: advertised(&settings, &peers),
             arbitrator: true,
+            stateless: false,
         };
         let (tx, steps) = channel();
         let group_cfg = GroupConfig {

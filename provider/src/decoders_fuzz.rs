@@ -23,7 +23,7 @@ use crate::writeset::{flags, Key, KeyKind, WriteSet};
 const ME: Uuid = Uuid([3; 16]);
 
 fn member(n: u8) -> MemberInfo {
-    MemberInfo { id: Uuid([n; 16]), name: format!("node{}", n), incoming: "127.0.0.1:3306".into(), address: "127.0.0.1:4567".into(), arbitrator: false }
+    MemberInfo { id: Uuid([n; 16]), name: format!("node{}", n), incoming: "127.0.0.1:3306".into(), address: "127.0.0.1:4567".into(), arbitrator: false, stateless: false }
 }
 
 fn entries() -> Vec<Entry> {

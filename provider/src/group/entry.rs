@@ -47,6 +47,9 @@ pub struct MemberInfo {
     /// `encode_member` (views in the gcache keep that form): the join
     /// request, the `Add` entry and snapshots carry it (see there).
     pub arbitrator: bool,
+    /// `gcs.stateless`: a data member never chosen as a donor. Carried
+    /// like `arbitrator`, by tags of its own.
+    pub stateless: bool,
 }
 
 /// A member's own state-transfer transitions, ordered with the writesets
@@ -124,6 +127,9 @@ const ADD: u8 = 11;
 /// `Add` of an arbitrator: its own tag, so that `encode_member` stays
 /// the form views keep.
 const ADD_ARBITRATOR: u8 = 14;
+/// `Bootstrap` and `Add` of a stateless member, likewise.
+const ADD_STATELESS: u8 = 15;
+const BOOTSTRAP_STATELESS: u8 = 16;
 const PROMOTE: u8 = 12;
 const REMOVE: u8 = 13;
 
@@ -298,13 +304,17 @@ impl Membership {
         let mut out = vec![VERSION];
         match self {
             Membership::Bootstrap { history, position, member } => {
-                out.push(BOOTSTRAP);
+                out.push(if member.stateless { BOOTSTRAP_STATELESS } else { BOOTSTRAP });
                 out.extend_from_slice(&history.0);
                 out.extend_from_slice(&position.to_le_bytes());
                 encode_member(member, &mut out);
             }
             Membership::Add { member } => {
-                out.push(if member.arbitrator { ADD_ARBITRATOR } else { ADD });
+                out.push(match (member.arbitrator, member.stateless) {
+                    (true, _) => ADD_ARBITRATOR,
+                    (false, true) => ADD_STATELESS,
+                    (false, false) => ADD,
+                });
                 encode_member(member, &mut out);
             }
             Membership::Promote { member } => {
@@ -326,13 +336,15 @@ impl Membership {
             v => return Err(WireError::Version(v)),
         }
         let m = match r.u8()? {
-            BOOTSTRAP => {
+            tag @ (BOOTSTRAP | BOOTSTRAP_STATELESS) => {
                 let history = r.uuid()?;
                 let position = r.u64()? as i64;
-                Membership::Bootstrap { history, position, member: decode_member(&mut r)? }
+                let member = MemberInfo { stateless: tag == BOOTSTRAP_STATELESS, ..decode_member(&mut r)? };
+                Membership::Bootstrap { history, position, member }
             }
             ADD => Membership::Add { member: decode_member(&mut r)? },
             ADD_ARBITRATOR => Membership::Add { member: MemberInfo { arbitrator: true, ..decode_member(&mut r)? } },
+            ADD_STATELESS => Membership::Add { member: MemberInfo { stateless: true, ..decode_member(&mut r)? } },
             PROMOTE => Membership::Promote { member: r.uuid()? },
             REMOVE => Membership::Remove { member: r.uuid()? },
             t => return Err(WireError::Tag(t)),
@@ -362,7 +374,7 @@ pub fn decode_member(r: &mut Reader<'_>) -> Result<MemberInfo, WireError> {
     let name = r.string()?;
     let incoming = r.string()?;
     let address = r.string()?;
-    Ok(MemberInfo { id, name, incoming, address, arbitrator: false })
+    Ok(MemberInfo { id, name, incoming, address, arbitrator: false, stateless: false })
 }
 
 #[cfg(test)]
@@ -370,7 +382,7 @@ mod tests {
     use super::*;
 
     fn member() -> MemberInfo {
-        MemberInfo { id: Uuid::random(), name: "node1".into(), incoming: "127.0.0.1:3306".into(), address: "127.0.0.1:4567".into(), arbitrator: false }
+        MemberInfo { id: Uuid::random(), name: "node1".into(), incoming: "127.0.0.1:3306".into(), address: "127.0.0.1:4567".into(), arbitrator: false, stateless: false }
     }
 
     fn round_trip(e: Entry) {
@@ -422,8 +434,10 @@ mod tests {
     fn membership_round_trips_and_refuses_truncation() {
         let all = [
             Membership::Bootstrap { history: Uuid::random(), position: 234, member: member() },
+            Membership::Bootstrap { history: Uuid::random(), position: 234, member: MemberInfo { stateless: true, ..member() } },
             Membership::Add { member: member() },
             Membership::Add { member: MemberInfo { arbitrator: true, ..member() } },
+            Membership::Add { member: MemberInfo { stateless: true, ..member() } },
             Membership::Promote { member: Uuid::random() },
             Membership::Remove { member: Uuid::random() },
         ];

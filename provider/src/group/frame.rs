@@ -33,6 +33,8 @@ const KIND_JOIN_ARBITRATOR: u8 = 9;
 /// Appends for several members of one segment, sent to one of them (see
 /// `relay`): a count u8, then each message's length u32 and protobuf.
 const KIND_RELAY: u8 = 10;
+/// A join request from a `gcs.stateless` member (as `KIND_JOIN_ARBITRATOR`).
+const KIND_JOIN_STATELESS: u8 = 11;
 
 #[derive(Debug, PartialEq)]
 pub(crate) enum Frame {
@@ -94,7 +96,11 @@ impl Frame {
                         out.extend_from_slice(&seqno.to_le_bytes());
                     }
                 }
-                if member.arbitrator { KIND_JOIN_ARBITRATOR } else { KIND_JOIN }
+                match (member.arbitrator, member.stateless) {
+                    (true, _) => KIND_JOIN_ARBITRATOR,
+                    (false, true) => KIND_JOIN_STATELESS,
+                    (false, false) => KIND_JOIN,
+                }
             }
             Frame::Flow(signal) => {
                 out.push((*signal == Signal::Stop) as u8);
@@ -131,8 +137,9 @@ impl Frame {
         let mut r = Reader::new(payload);
         let frame = match kind {
             KIND_RAFT => return Message::parse_from_bytes(payload).map(Frame::Raft).map_err(|e| FrameError::Raft(e.to_string())),
-            KIND_JOIN => decode_join(&mut r, false).map_err(|e| FrameError::Malformed("join request", e))?,
-            KIND_JOIN_ARBITRATOR => decode_join(&mut r, true).map_err(|e| FrameError::Malformed("arbitrator's join request", e))?,
+            KIND_JOIN => decode_join(&mut r, false, false).map_err(|e| FrameError::Malformed("join request", e))?,
+            KIND_JOIN_ARBITRATOR => decode_join(&mut r, true, false).map_err(|e| FrameError::Malformed("arbitrator's join request", e))?,
+            KIND_JOIN_STATELESS => decode_join(&mut r, false, true).map_err(|e| FrameError::Malformed("stateless member's join request", e))?,
             KIND_FLOW => match r.u8() {
                 Ok(0) => Frame::Flow(Signal::Cont),
                 Ok(1) => Frame::Flow(Signal::Stop),
@@ -157,8 +164,8 @@ pub(crate) fn is_relay(kind: u8) -> bool {
     kind == KIND_RELAY
 }
 
-fn decode_join(r: &mut Reader<'_>, arbitrator: bool) -> Result<Frame, WireError> {
-    let member = MemberInfo { arbitrator, ..decode_member(r)? };
+fn decode_join(r: &mut Reader<'_>, arbitrator: bool, stateless: bool) -> Result<Frame, WireError> {
+    let member = MemberInfo { arbitrator, stateless, ..decode_member(r)? };
     let previous = match r.remaining() {
         0 => None,
         _ => {
@@ -224,7 +231,7 @@ fn decode_commit(r: &mut Reader<'_>) -> Result<Frame, WireError> {
 /// One of each frame, for the tests and the decoders' fuzzing.
 #[cfg(test)]
 pub(crate) fn every_frame() -> Vec<Frame> {
-    let member = MemberInfo { id: Uuid([1; 16]), name: "node1".into(), incoming: "127.0.0.1:3306".into(), address: "127.0.0.1:4567".into(), arbitrator: false };
+    let member = MemberInfo { id: Uuid([1; 16]), name: "node1".into(), incoming: "127.0.0.1:3306".into(), address: "127.0.0.1:4567".into(), arbitrator: false, stateless: false };
     let mut m = Message::default();
     m.to = 2;
     m.term = 7;
@@ -233,7 +240,8 @@ pub(crate) fn every_frame() -> Vec<Frame> {
         Frame::Join { member: member.clone(), previous: None },
         Frame::Join { member: member.clone(), previous: Some((Uuid([2; 16]), None)) },
         Frame::Join { member: member.clone(), previous: Some((Uuid([2; 16]), Some((Uuid([3; 16]), 41)))) },
-        Frame::Join { member: MemberInfo { arbitrator: true, ..member }, previous: None },
+        Frame::Join { member: MemberInfo { arbitrator: true, ..member.clone() }, previous: None },
+        Frame::Join { member: MemberInfo { stateless: true, ..member }, previous: None },
         Frame::Flow(Signal::Stop),
         Frame::Flow(Signal::Cont),
         Frame::Left { member: Uuid([4; 16]), index: 4242 },
@@ -274,6 +282,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Frame::decode(11, &[]), Err(FrameError::Kind(11)));
+        assert_eq!(Frame::decode(12, &[]), Err(FrameError::Kind(12)));
     }
 }

@@ -544,9 +544,10 @@ impl GroupState {
 
     /// Galera's rule: the first synced member named in `wsrep_sst_donor`
     /// (comma-separated); a trailing comma, or no list, allows any synced
-    /// member after that. An arbitrator has no data to give.
+    /// member after that. An arbitrator has no data to give, and a
+    /// `gcs.stateless` member gives none, even when named.
     fn select_donor(&self, joiner: Uuid, spec: &str) -> Result<Uuid, DonorError> {
-        let can_donate = |m: &&Member| m.info.id != joiner && m.state == MemberState::Synced && !m.info.arbitrator;
+        let can_donate = |m: &&Member| m.info.id != joiner && m.state == MemberState::Synced && !m.info.arbitrator && !m.info.stateless;
         let names: Vec<&str> = spec.split(',').map(str::trim).collect();
         let mut named_present = false;
         for name in names.iter().filter(|n| !n.is_empty()) {

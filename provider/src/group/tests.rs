@@ -27,7 +27,7 @@ struct Member {
 
 fn config(name: &str, mode: Mode) -> GroupConfig {
     GroupConfig {
-        me: MemberInfo { id: Uuid::random(), name: name.into(), incoming: "127.0.0.1:3306".into(), address: String::new(), arbitrator: false },
+        me: MemberInfo { id: Uuid::random(), name: name.into(), incoming: "127.0.0.1:3306".into(), address: String::new(), arbitrator: false, stateless: false },
         mode,
         listen: "127.0.0.1:0".into(),
         segment: 0,

@@ -112,7 +112,7 @@ mod tests {
     use crate::group::state::GroupEvent;
 
     fn info(id: Uuid, name: &str) -> MemberInfo {
-        MemberInfo { id, name: name.into(), incoming: "i".into(), address: "a".into(), arbitrator: false }
+        MemberInfo { id, name: name.into(), incoming: "i".into(), address: "a".into(), arbitrator: false, stateless: false }
     }
 
     fn join(me: Uuid) -> Entry {

@@ -341,7 +341,7 @@ mod tests {
         use crate::group::entry::{MemberInfo, Membership};
         use crate::gtid::Uuid;
         let ids: Vec<Uuid> = (0..members).map(|_| Uuid::random()).collect();
-        let info = |i: usize| MemberInfo { id: ids[i], name: format!("node{}", i + 1), incoming: String::new(), address: String::new(), arbitrator: false };
+        let info = |i: usize| MemberInfo { id: ids[i], name: format!("node{}", i + 1), incoming: String::new(), address: String::new(), arbitrator: false, stateless: false };
         let mut g = GroupState::new(ids[0]);
         let mut out = Vec::new();
         g.apply_membership(Membership::Bootstrap { history: Uuid::random(), position: 0, member: info(0) }, &mut out);

@@ -361,6 +361,11 @@ impl Shared {
         };
         self.status_cv.notify_all();
         self.check_flow();
+        if let Some(was) = was.filter(|w| *w != state) {
+            // Galera's line, which galera_3nodes.galera_sst_stateless counts
+            // (the DONOR ones) in the donor's log.
+            log::info!("Shifting {} -> {} (TO: {})", galera_name(was), galera_name(state), self.last_ordered.load(Ordering::SeqCst));
+        }
         match state {
             MemberState::Synced if was != Some(MemberState::Synced) => {
                 self.queue.push(Item::Synced);
@@ -475,5 +480,15 @@ impl Shared {
         let (lower, upper) = self.fc_limits();
         let packed = ((lower.min(u32::MAX as usize) as u64) << 32) | upper.min(u32::MAX as usize) as u64;
         self.fc_cached_limits.store(packed, Ordering::Relaxed);
+    }
+}
+
+/// A member state as Galera's "Shifting" lines name it.
+fn galera_name(state: MemberState) -> &'static str {
+    match state {
+        MemberState::Joiner => "JOINER",
+        MemberState::Donor => "DONOR/DESYNCED",
+        MemberState::Joined => "JOINED",
+        MemberState::Synced => "SYNCED",
     }
 }

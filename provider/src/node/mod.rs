@@ -250,6 +250,7 @@ impl Node {
             incoming: args.node_incoming,
             address: args.settings.group_address.clone(),
             arbitrator: false,
+            stateless: args.settings.stateless,
         };
         crate::log::info!("Node {} starts at {}:{}", me.name, position.uuid, position.seqno);
         let gcache = open_gcache(&args.settings, &args.data_dir, position);

@@ -55,6 +55,8 @@ pub struct Settings {
     /// `gmcast.segment`: entries cross to another segment once (see
     /// `group::relay`).
     pub segment: u8,
+    /// `gcs.stateless`: this member is never chosen as a donor.
+    pub stateless: bool,
     /// TLS between nodes: on with `socket.ssl=yes`, or, as Galera does,
     /// once a key and a certificate are given.
     pub tls: Option<crate::transport::tls::TlsSettings>,
@@ -93,6 +95,7 @@ impl Default for Settings {
             gcache_recover: true,
             group_listen: "127.0.0.1:0".into(),
             segment: 0,
+            stateless: false,
             tls: None,
             group_address: String::new(),
             ist_recv_addr: None,
@@ -134,6 +137,7 @@ impl Settings {
             gcache_recover: cfg.get(keys::GCACHE_RECOVER),
             group_listen: cfg.str(keys::GMCAST_LISTEN_ADDR).map(strip_scheme).unwrap_or_default(),
             segment: cfg.get(keys::GMCAST_SEGMENT).clamp(0, 255) as u8,
+            stateless: cfg.get(keys::GCS_STATELESS),
             tls: tls(cfg),
             group_address: advertised(cfg),
             ist_recv_addr: cfg.ist_recv_addr(),

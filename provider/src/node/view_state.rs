@@ -75,7 +75,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
         let me = Uuid::random();
-        let member = |id| MemberInfo { id, name: "n".into(), incoming: String::new(), address: String::new(), arbitrator: false };
+        let member = |id| MemberInfo { id, name: "n".into(), incoming: String::new(), address: String::new(), arbitrator: false, stateless: false };
         let v = View { history: Uuid::random(), seqno: 5, conf_id: 3, primary: true, members: vec![member(me), member(Uuid::random())], my_idx: 0 };
         assert_eq!(previous_member(dir), None);
         save(dir, me, &v);

@@ -345,7 +345,7 @@ impl Driven {
     pub fn new(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, traits: Traits, previous: Option<Previous>, now: Instant) -> Driven {
         let Traits { weight, segmented, arbitrator } = traits;
         let id = uuid(index);
-        let info = MemberInfo { id, name: format!("node{}", index + 1), incoming: String::new(), address: format!("sim:{}", index), arbitrator };
+        let info = MemberInfo { id, name: format!("node{}", index + 1), incoming: String::new(), address: format!("sim:{}", index), arbitrator, stateless: false };
         let mut raft = group::raft_config(id.raft_id());
         // One election timeout per member, drawn from the seed (raft-rs
         // would draw it from thread_rng, and two members that time out

@@ -23,6 +23,7 @@ const VERSION: u8 = 5;
 const VOTER: u8 = 1;
 const ARBITRATOR: u8 = 2;
 const DONOR_CHOSEN: u8 = 4;
+const STATELESS: u8 = 8;
 const OLDEST: u8 = 2;
 
 fn state_byte(s: MemberState) -> u8 {
@@ -51,7 +52,7 @@ impl GroupState {
         // (version 4 read any non-zero roles byte as a voter): members of
         // older builds restore it, so a rolling upgrade of a cluster
         // without garbd seldom meets a snapshot it cannot read.
-        let v5 = self.members.iter().any(|m| m.info.arbitrator || m.donor_chosen);
+        let v5 = self.members.iter().any(|m| m.info.arbitrator || m.info.stateless || m.donor_chosen);
         let mut out = vec![if v5 { VERSION } else { VERSION - 1 }];
         out.extend_from_slice(&self.history.0);
         out.extend_from_slice(&self.seqno.to_le_bytes());
@@ -62,7 +63,8 @@ impl GroupState {
             out.push(state_byte(m.state));
             out.extend_from_slice(&m.desync_count.to_le_bytes());
             // Version 4 read any non-zero byte as a voter.
-            out.push(if m.voter { VOTER } else { 0 } | if m.info.arbitrator { ARBITRATOR } else { 0 } | if m.donor_chosen { DONOR_CHOSEN } else { 0 });
+            let bit = |on: bool, bit: u8| if on { bit } else { 0 };
+            out.push(bit(m.voter, VOTER) | bit(m.info.arbitrator, ARBITRATOR) | bit(m.donor_chosen, DONOR_CHOSEN) | bit(m.info.stateless, STATELESS));
             out.extend_from_slice(&m.weight.to_le_bytes());
         }
         out.extend_from_slice(&(self.fenced.len() as u32).to_le_bytes());
@@ -96,6 +98,7 @@ impl GroupState {
             let roles = r.u8()?;
             let voter = if version >= 5 { roles & VOTER != 0 } else { roles != 0 };
             info.arbitrator = version >= 5 && roles & ARBITRATOR != 0;
+            info.stateless = version >= 5 && roles & STATELESS != 0;
             let donor_chosen = version >= 5 && roles & DONOR_CHOSEN != 0;
             let weight = r.u32()?;
             g.members.push(Member { info, state, desync_count, voter, weight, donor_chosen });

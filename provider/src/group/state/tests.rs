@@ -1,7 +1,7 @@
 use super::*;
 
 fn member(id: Uuid, name: &str) -> MemberInfo {
-    MemberInfo { id, name: name.into(), incoming: "i".into(), address: "a".into(), arbitrator: false }
+    MemberInfo { id, name: name.into(), incoming: "i".into(), address: "a".into(), arbitrator: false, stateless: false }
 }
 
 fn arbitrator(id: Uuid) -> MemberInfo {
@@ -128,6 +128,21 @@ fn donor_selection_follows_wsrep_sst_donor() {
     assert_eq!(g.select_donor(b, ""), Err(DonorError::Again));
 }
 
+/// galera_3nodes.galera_sst_stateless: node3 names node2 first, node2 is
+/// `gcs.stateless`, so node1 donates.
+#[test]
+fn a_stateless_member_is_never_a_donor_even_when_named() {
+    let (a, b, c) = (Uuid::random(), Uuid::random(), Uuid::random());
+    let mut g = boot(a, 0);
+    membership(&mut g, Membership::Add { member: MemberInfo { stateless: true, ..member(b, "node2") } });
+    for t in [Transition::Join, Transition::Sync] {
+        apply(&mut g, Entry::MemberState { member: b, transition: t, seqno: -1 });
+    }
+    membership(&mut g, Membership::Add { member: member(c, "node3") });
+    assert_eq!(g.select_donor(c, "node2,"), Ok(a));
+    assert_eq!(g.select_donor(c, "node2"), Err(DonorError::Again), "named alone: the joiner waits");
+}
+
 #[test]
 fn fenced_proposals_are_never_ordered() {
     let me = Uuid::random();
@@ -145,6 +160,7 @@ fn snapshot_round_trips_and_refuses_truncation() {
     let mut g = boot(a, 41);
     membership(&mut g, Membership::Add { member: member(b, "node2") });
     membership(&mut g, Membership::Add { member: arbitrator(Uuid::random()) });
+    membership(&mut g, Membership::Add { member: MemberInfo { stateless: true, ..member(Uuid::random(), "node4") } });
     apply(&mut g, Entry::Fence { origin: a, token: 3 });
     assert_eq!(boot(a, 41).encode()[0], 4, "without arbitrators, a snapshot the previous build reads");
     let enc = g.encode();
