@@ -43,8 +43,13 @@ impl Receiver {
     /// connection into `incoming`, which the caller has opened. `addr` is
     /// where donors reach it (the same, unless behind NAT).
     /// With `tls`, the donor must connect with TLS (or plain, with
-    /// socket.dynamic), as on the group's connections.
+    /// socket.dynamic), as on the group's connections, and `addr()` says
+    /// so to donors with the `ssl://` scheme, as Galera's joiner does.
     pub fn start(addr: &str, bind: &str, incoming: Arc<Incoming>, tls: Option<Arc<Tls>>) -> Result<Receiver, String> {
+        let addr = match tls {
+            Some(_) => format!("ssl://{}", lockstep_config::node::split_scheme(addr).1),
+            None => addr.to_string(),
+        };
         let fail = |e: std::io::Error| format!("Failed to open IST listener at {}: {}", bind, e);
         let listener = TcpListener::bind(net::resolve(bind).map_err(fail)?).map_err(fail)?;
         let listening = format!("tcp://{}", listener.local_addr().map_err(fail)?);
@@ -56,10 +61,10 @@ impl Receiver {
                 .spawn(move || serve(listener, &incoming, &conn, tls))
                 .map_err(|e| format!("cannot start the IST receiver thread: {}", e))?
         };
-        Ok(Receiver { addr: addr.to_string(), listening, incoming, conn, thread: Some(thread) })
+        Ok(Receiver { addr, listening, incoming, conn, thread: Some(thread) })
     }
 
-    /// Where donors connect (`tcp://host:port`).
+    /// Where donors connect (`tcp://host:port`, `ssl://` with TLS).
     pub fn addr(&self) -> &str {
         &self.addr
     }
@@ -176,7 +181,17 @@ fn describe(e: FrameError) -> String {
 /// The donor's side: connects to the joiner's receiver at `addr` and sends
 /// the header, then `items` (which must be the header's range, in order).
 pub fn send(addr: &str, header: Header, items: impl IntoIterator<Item = (Seqno, Cached)>, tls: Option<&Tls>) -> Result<(), String> {
-    let to = net::resolve(addr).map_err(|e| e.to_string())?;
+    let (scheme, rest) = lockstep_config::node::split_scheme(addr);
+    let tls = match (scheme, tls) {
+        (Some("ssl"), None) => return Err(format!("{} asks for TLS, and this node has no TLS settings (socket.ssl_*)", addr)),
+        // A plain receiver (`tcp://`): with socket.dynamic, a TLS donor
+        // serves it plain, as it accepts plain members (a rolling switch
+        // to TLS). Without, TLS: a joiner of an older build says tcp://
+        // whatever its receiver speaks.
+        (Some("tcp") | None, Some(t)) if t.settings.dynamic => None,
+        (_, t) => t,
+    };
+    let to = net::resolve(&format!("tcp://{}", rest)).map_err(|e| e.to_string())?;
     let stream = TcpStream::connect_timeout(&to, CONNECT_WAIT).map_err(|e| format!("cannot connect to {}: {}", addr, e))?;
     let session = match tls {
         None => None,
@@ -338,5 +353,30 @@ mod tests {
         let _ = send(r.listening(), h, [(1, ws(b"a")), (2, ws(b"b"))], None);
         let failed = incoming.wait_header(SOON).unwrap_err();
         assert!(failed.contains("accepts TLS only"), "{}", failed);
+    }
+
+    /// galera_3nodes.galera_dynamic_protocol: a TLS donor with
+    /// socket.dynamic serves a plain joiner plain, and a TLS joiner, which
+    /// says `ssl://`, with TLS.
+    #[test]
+    fn the_joiners_scheme_says_whether_a_dynamic_donor_speaks_tls() {
+        use crate::transport::tls::testing::{ca, node_files};
+        let dir = tempfile::tempdir().expect("dir");
+        let ca = ca("cluster");
+        let settings = |name: &str, dynamic: bool| crate::transport::tls::TlsSettings { dynamic, ..node_files(dir.path(), name, &ca, "") };
+        let donor = Tls::load(&settings("donor", true)).expect("load");
+        for joiner_tls in [None, Some(Arc::new(Tls::load(&settings("joiner", false)).expect("load")))] {
+            let h = header(1, 1);
+            let incoming = Arc::new(Incoming::default());
+            incoming.open(h.history, h.joiner);
+            let r = Receiver::start("tcp://127.0.0.1:0", "tcp://127.0.0.1:0", incoming.clone(), joiner_tls.clone()).unwrap();
+            let scheme = if joiner_tls.is_some() { "ssl" } else { "tcp" };
+            assert!(r.addr().starts_with(&format!("{}://", scheme)), "{}", r.addr());
+            let to = format!("{}://{}", scheme, lockstep_config::node::split_scheme(r.listening()).1);
+            send(&to, h, [(1, ws(b"a"))], Some(&donor)).unwrap_or_else(|e| panic!("{}: {}", to, e));
+            assert_eq!(incoming.wait_header(SOON), Ok(h), "{}", to);
+        }
+        let failed = send("ssl://127.0.0.1:1", header(1, 1), [], None).unwrap_err();
+        assert!(failed.contains("asks for TLS"), "{}", failed);
     }
 }
