@@ -191,7 +191,12 @@ pub fn send(addr: &str, header: Header, items: impl IntoIterator<Item = (Seqno, 
         (Some("tcp") | None, Some(t)) if t.settings.dynamic => None,
         (_, t) => t,
     };
-    let to = net::resolve(&format!("tcp://{}", rest)).map_err(|e| e.to_string())?;
+    // resolve() knows tcp:// alone, and still refuses any other scheme.
+    let plain = match scheme {
+        Some("ssl") => format!("tcp://{}", rest),
+        _ => addr.to_string(),
+    };
+    let to = net::resolve(&plain).map_err(|e| e.to_string())?;
     let stream = TcpStream::connect_timeout(&to, CONNECT_WAIT).map_err(|e| format!("cannot connect to {}: {}", addr, e))?;
     let session = match tls {
         None => None,
@@ -378,5 +383,7 @@ mod tests {
         }
         let failed = send("ssl://127.0.0.1:1", header(1, 1), [], None).unwrap_err();
         assert!(failed.contains("asks for TLS"), "{}", failed);
+        let failed = send("udp://127.0.0.1:1", header(1, 1), [], Some(&donor)).unwrap_err();
+        assert!(failed.contains("scheme 'udp' is not supported"), "{}", failed);
     }
 }
