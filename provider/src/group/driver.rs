@@ -23,7 +23,7 @@ use super::liveness::{Liveness, Timeouts};
 use super::defrag::Defrag;
 use super::pieces;
 use super::proposals::{Failed, Proposals};
-use super::quorum::{Change, Policy, Quorum};
+use super::quorum::{Change, Policy, Quorum, Seen};
 use super::recovery::{Previous, Recovery};
 use super::relay::Out;
 use super::io::{Clock, Links};
@@ -1196,7 +1196,7 @@ impl Driver {
             return;
         }
         let now = self.clock.now();
-        let leader = self.leader_known(now);
+        let leader = self.leader_seen(now);
         if self.incarnation.quorum.probe_due(now) {
             self.send_frame(self.peers.iter().copied(), &Frame::Probe);
             self.relay_commit_index();
@@ -1219,7 +1219,7 @@ impl Driver {
             return;
         }
         let now = self.clock.now();
-        let leader = self.leader_known(now);
+        let leader = self.leader_seen(now);
         if let Some(Change::AskRejoin) = self.incarnation.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
             self.ask_rejoin();
         }
@@ -1228,6 +1228,18 @@ impl Driver {
     fn watches_quorum(&self) -> bool {
         let member = self.state.member(self.me.id).is_some();
         member && !matches!(self.phase, Phase::Joining(_) | Phase::Leaving(_)) && !self.removed
+    }
+
+    /// The leader as `quorum` needs it: none, this member, or another
+    /// with when it last spoke as leader.
+    fn leader_seen(&self, now: Instant) -> Seen {
+        if !self.leader_known(now) {
+            return Seen::None;
+        }
+        match self.leader_contact {
+            Some((leader, at)) if leader == self.incarnation.raw.raft.leader_id && leader != self.me.id.raft_id() => Seen::Other(at),
+            _ => Seen::Me,
+        }
     }
 
     /// A leader that spoke as one lately, and that the weights allow.
@@ -1327,7 +1339,7 @@ impl Driver {
             .state
             .members()
             .iter()
-            .filter(|m| m.info.id == self.me.id || self.liveness.is_recent(m.info.id.raft_id(), now))
+            .filter(|m| self.hears(m, now))
             .map(|m| m.info.clone())
             .collect();
         // Info, as Galera logs its non-primary views: the operator's

@@ -94,12 +94,6 @@ impl Liveness {
             .max_by_key(|(id, silent)| (*silent, std::cmp::Reverse(*id)))
     }
 
-    /// Whether `id` was heard from within the suspect timeout: a member of
-    /// this node's side of a partition.
-    pub fn is_recent(&self, id: u64, now: Instant) -> bool {
-        self.heard_within(id, now, self.timeouts.suspect)
-    }
-
     pub fn heard_within(&self, id: u64, now: Instant, window: Duration) -> bool {
         self.heard.get(&id).is_some_and(|at| now.saturating_duration_since(*at) < window)
     }
@@ -164,7 +158,6 @@ mod tests {
         assert_eq!(l.overdue(&[2], t0), None);
         l.restart(t0 + ms(10_000));
         assert!(!l.heard_within(2, t0 + ms(10_000), ms(1000)), "the weighted verdict must not count it");
-        assert!(!l.is_recent(2, t0 + ms(10_000)));
     }
 
     #[test]
@@ -178,11 +171,11 @@ mod tests {
     }
 
     #[test]
-    fn recent_means_heard_within_the_suspect_timeout() {
+    fn heard_within_means_strictly_inside_the_window() {
         let (mut l, t0) = (liveness(), Instant::now());
-        assert!(!l.is_recent(2, t0));
+        assert!(!l.heard_within(2, t0, ms(5000)));
         l.heard(2, t0);
-        assert!(l.is_recent(2, t0 + ms(4999)));
-        assert!(!l.is_recent(2, t0 + ms(5000)));
+        assert!(l.heard_within(2, t0 + ms(4999), ms(5000)));
+        assert!(!l.heard_within(2, t0 + ms(5000), ms(5000)));
     }
 }

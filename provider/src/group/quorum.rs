@@ -75,6 +75,20 @@ enum Phase {
 pub struct Quorum {
     phase: Phase,
     last_probe: Option<Instant>,
+    /// When the leader last known, another member, last spoke as one;
+    /// None while this member led, or before any leader.
+    contact: Option<Instant>,
+}
+
+/// The leader as a tick sees it (see `has_leader`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seen {
+    /// No leader known.
+    None,
+    /// This member leads.
+    Me,
+    /// Another member leads, and spoke as leader at that instant.
+    Other(Instant),
 }
 
 /// What the driver must do.
@@ -88,7 +102,7 @@ pub enum Change {
 
 impl Default for Quorum {
     fn default() -> Quorum {
-        Quorum { phase: Phase::Primary, last_probe: None }
+        Quorum { phase: Phase::Primary, last_probe: None, contact: None }
     }
 }
 
@@ -106,19 +120,42 @@ impl Quorum {
     /// (simulator, seed 3455: a member back from a partition). A rejoin
     /// applied twice only repeats the primary view.
     pub const ASK_AGAIN: Duration = Duration::from_secs(5);
+    /// How much sooner than the others may evict it a member cut off
+    /// counts itself non-primary: the majority evicts a member silent for
+    /// the suspect timeout and goes on at once, and a client of the
+    /// evicted member must not find it primary after that
+    /// (galera.galera_as_slave_nonprim: an async replica's event reached
+    /// the isolated node while it still waited for a leader, and the
+    /// replica failed in a way Galera's never does). Four ticks cover the
+    /// two sides' tick phases and the majority's commit of the eviction.
+    pub const BEFORE_EVICTION: Duration = Duration::from_millis(200);
 
     pub fn is_primary(&self) -> bool {
         !matches!(self.phase, Phase::NonPrimary { .. })
     }
 
-    /// Called every tick, for a member of a primary component: whether a
-    /// leader is known now.
-    pub fn observe(&mut self, leader: bool, now: Instant, grace: Duration) -> Option<Change> {
-        let grace = grace.max(Self::MIN_GRACE);
+    /// Called every tick, for a member of a primary component: the
+    /// leader known now. `suspect` is the suspect timeout, after which
+    /// the others evict a silent member.
+    ///
+    /// A follower's grace counts from its leader's last word, as the
+    /// others' eviction clock counts from this member's: a leader is still
+    /// known `LEADER_SILENT` after its last word, and a grace counted from
+    /// the tick that noticed the silence kept a cut-off member primary a
+    /// second longer than the others kept it. A leader's counts from its
+    /// stepping down, which raft-rs does within an election timeout of
+    /// losing its majority.
+    pub fn observe(&mut self, seen: Seen, now: Instant, suspect: Duration) -> Option<Change> {
+        match seen {
+            Seen::Me => self.contact = None,
+            Seen::Other(at) => self.contact = Some(at.min(now)),
+            Seen::None => {}
+        }
+        let leader = seen != Seen::None;
         match (self.phase, leader) {
-            (Phase::Primary, false) => self.phase = Phase::Leaderless(now),
+            (Phase::Primary, false) => self.phase = Phase::Leaderless(self.contact.unwrap_or(now)),
             (Phase::Leaderless(_), true) => self.phase = Phase::Primary,
-            (Phase::Leaderless(since), false) if now.saturating_duration_since(since) >= grace => {
+            (Phase::Leaderless(since), false) if now.saturating_duration_since(since) >= Self::grace(suspect) => {
                 self.phase = Phase::NonPrimary { asked: None };
                 return Some(Change::Lost);
             }
@@ -132,6 +169,20 @@ impl Quorum {
             _ => {}
         }
         None
+    }
+
+    /// How long a member stays primary without a leader.
+    pub fn grace(suspect: Duration) -> Duration {
+        suspect.saturating_sub(Self::BEFORE_EVICTION).max(Self::MIN_GRACE)
+    }
+
+    /// Which members stand on this member's side when it turns
+    /// non-primary: those heard within this window. Members cut off with
+    /// the leader were last heard about when it was, a whole grace ago;
+    /// members on this side campaign, or answer campaigns, every election
+    /// timeout (at most `LEADER_SILENT`).
+    pub fn side_window(suspect: Duration) -> Duration {
+        Self::grace(suspect) - LEADER_SILENT / 2
     }
 
     /// Whether a non-primary member should call its peers now. A member
@@ -166,8 +217,8 @@ mod tests {
     fn only_a_non_primary_member_probes_and_once_a_second() {
         let (mut q, t0) = (Quorum::default(), Instant::now());
         assert!(!q.probe_due(t0));
-        q.observe(false, t0, GRACE);
-        q.observe(false, at(t0, 5000), GRACE);
+        q.observe(Seen::None, t0, GRACE);
+        q.observe(Seen::None, at(t0, 5000), GRACE);
         assert!(q.probe_due(at(t0, 5000)));
         assert!(!q.probe_due(at(t0, 5500)));
         assert!(q.probe_due(at(t0, 6000)));
@@ -178,23 +229,50 @@ mod tests {
     #[test]
     fn an_election_shorter_than_the_grace_is_not_a_loss() {
         let (mut q, t0) = (Quorum::default(), Instant::now());
-        assert_eq!(q.observe(false, t0, GRACE), None);
-        assert_eq!(q.observe(false, at(t0, 4900), GRACE), None);
-        assert_eq!(q.observe(true, at(t0, 4950), GRACE), None);
-        assert_eq!(q.observe(false, at(t0, 5000), GRACE), None);
-        assert_eq!(q.observe(false, at(t0, 9000), GRACE), None);
+        assert_eq!(q.observe(Seen::None, t0, GRACE), None);
+        assert_eq!(q.observe(Seen::None, at(t0, 4700), GRACE), None);
+        assert_eq!(q.observe(Seen::Me, at(t0, 4750), GRACE), None);
+        assert_eq!(q.observe(Seen::None, at(t0, 4800), GRACE), None);
+        assert_eq!(q.observe(Seen::None, at(t0, 8500), GRACE), None);
         assert!(q.is_primary());
+    }
+
+    #[test]
+    fn a_followers_grace_counts_from_its_leaders_last_word_and_ends_before_the_eviction() {
+        let (mut q, t0) = (Quorum::default(), Instant::now());
+        assert_eq!(q.observe(Seen::Other(t0), at(t0, 1000), GRACE), None);
+        assert_eq!(q.observe(Seen::None, at(t0, 1050), GRACE), None);
+        assert_eq!(q.observe(Seen::None, at(t0, 4750), GRACE), None);
+        let lost = GRACE - Quorum::BEFORE_EVICTION;
+        assert_eq!(q.observe(Seen::None, t0 + lost, GRACE), Some(Change::Lost), "the others evict it at {:?}", GRACE);
+    }
+
+    #[test]
+    fn a_leaders_grace_counts_from_its_stepping_down() {
+        let (mut q, t0) = (Quorum::default(), Instant::now());
+        q.observe(Seen::Other(t0), t0, GRACE);
+        q.observe(Seen::Me, at(t0, 60_000), GRACE);
+        assert_eq!(q.observe(Seen::None, at(t0, 61_000), GRACE), None, "not from a former leader's word");
+        assert_eq!(q.observe(Seen::None, at(t0, 61_000) + Quorum::grace(GRACE), GRACE), Some(Change::Lost));
+    }
+
+    #[test]
+    fn the_side_window_leaves_out_what_went_silent_with_the_leader() {
+        for suspect in [Duration::from_millis(100), Duration::from_secs(5), Duration::from_secs(10)] {
+            let (grace, window) = (Quorum::grace(suspect), Quorum::side_window(suspect));
+            assert!(window < grace && window >= LEADER_SILENT, "{:?}: {:?} {:?}", suspect, window, grace);
+        }
     }
 
     #[test]
     fn no_leader_past_the_grace_is_non_primary_until_the_rejoin_is_applied() {
         let (mut q, t0) = (Quorum::default(), Instant::now());
-        q.observe(false, t0, GRACE);
-        assert_eq!(q.observe(false, at(t0, 5000), GRACE), Some(Change::Lost));
+        q.observe(Seen::None, t0, GRACE);
+        assert_eq!(q.observe(Seen::None, at(t0, 5000), GRACE), Some(Change::Lost));
         assert!(!q.is_primary());
-        assert_eq!(q.observe(false, at(t0, 9000), GRACE), None);
-        assert_eq!(q.observe(true, at(t0, 9050), GRACE), Some(Change::AskRejoin));
-        assert_eq!(q.observe(true, at(t0, 9100), GRACE), None, "asked once per leader");
+        assert_eq!(q.observe(Seen::None, at(t0, 9000), GRACE), None);
+        assert_eq!(q.observe(Seen::Me, at(t0, 9050), GRACE), Some(Change::AskRejoin));
+        assert_eq!(q.observe(Seen::Me, at(t0, 9100), GRACE), None, "asked once per leader");
         assert!(!q.is_primary());
         q.rejoined();
         assert!(q.is_primary());
@@ -203,22 +281,22 @@ mod tests {
     #[test]
     fn a_rejoin_not_applied_in_time_is_asked_again() {
         let (mut q, t0) = (Quorum::default(), Instant::now());
-        q.observe(false, t0, GRACE);
-        assert_eq!(q.observe(false, at(t0, 5000), GRACE), Some(Change::Lost));
-        assert_eq!(q.observe(true, at(t0, 6000), GRACE), Some(Change::AskRejoin));
-        assert_eq!(q.observe(true, at(t0, 10_950), GRACE), None);
-        assert_eq!(q.observe(true, at(t0, 11_000), GRACE), Some(Change::AskRejoin), "the first was lost");
-        assert_eq!(q.observe(true, at(t0, 11_050), GRACE), None);
+        q.observe(Seen::None, t0, GRACE);
+        assert_eq!(q.observe(Seen::None, at(t0, 5000), GRACE), Some(Change::Lost));
+        assert_eq!(q.observe(Seen::Me, at(t0, 6000), GRACE), Some(Change::AskRejoin));
+        assert_eq!(q.observe(Seen::Me, at(t0, 10_950), GRACE), None);
+        assert_eq!(q.observe(Seen::Me, at(t0, 11_000), GRACE), Some(Change::AskRejoin), "the first was lost");
+        assert_eq!(q.observe(Seen::Me, at(t0, 11_050), GRACE), None);
     }
 
     #[test]
     fn a_leader_lost_before_the_rejoin_applied_means_asking_again() {
         let (mut q, t0) = (Quorum::default(), Instant::now());
-        q.observe(false, t0, GRACE);
-        q.observe(false, at(t0, 6000), GRACE);
-        assert_eq!(q.observe(true, at(t0, 7000), GRACE), Some(Change::AskRejoin));
-        assert_eq!(q.observe(false, at(t0, 7050), GRACE), None);
-        assert_eq!(q.observe(true, at(t0, 8000), GRACE), Some(Change::AskRejoin));
+        q.observe(Seen::None, t0, GRACE);
+        q.observe(Seen::None, at(t0, 6000), GRACE);
+        assert_eq!(q.observe(Seen::Me, at(t0, 7000), GRACE), Some(Change::AskRejoin));
+        assert_eq!(q.observe(Seen::None, at(t0, 7050), GRACE), None);
+        assert_eq!(q.observe(Seen::Me, at(t0, 8000), GRACE), Some(Change::AskRejoin));
     }
 
     #[test]
@@ -232,8 +310,8 @@ mod tests {
     #[test]
     fn the_grace_never_drops_below_an_election() {
         let (mut q, t0) = (Quorum::default(), Instant::now());
-        q.observe(false, t0, Duration::from_millis(100));
-        assert_eq!(q.observe(false, at(t0, 1000), Duration::from_millis(100)), None);
-        assert_eq!(q.observe(false, at(t0, 2000), Duration::from_millis(100)), Some(Change::Lost));
+        q.observe(Seen::None, t0, Duration::from_millis(100));
+        assert_eq!(q.observe(Seen::None, at(t0, 1000), Duration::from_millis(100)), None);
+        assert_eq!(q.observe(Seen::None, at(t0, 2000), Duration::from_millis(100)), Some(Change::Lost));
     }
 }

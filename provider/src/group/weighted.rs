@@ -158,8 +158,10 @@ impl Driver {
         weights::side_standing(&self.state, |m| self.hears(m, now))
     }
 
-    fn hears(&self, m: &Member, now: Instant) -> bool {
-        m.info.id == self.me.id || self.liveness.is_recent(m.info.id.raft_id(), now)
+    /// Whether `m` stands on this member's side as it turns non-primary.
+    pub(super) fn hears(&self, m: &Member, now: Instant) -> bool {
+        let window = super::quorum::Quorum::side_window(self.liveness.timeouts.suspect);
+        m.info.id == self.me.id || self.liveness.heard_within(m.info.id.raft_id(), now, window)
     }
 
     /// While weights differ a leader counts only if it says it hears a
