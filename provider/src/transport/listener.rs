@@ -162,8 +162,13 @@ impl Shared {
         let speaks_tls = first[0] == tls::RECORD_HANDSHAKE;
         match self.tls() {
             None if speaks_tls => {
+                // A note: a peer with socket.dynamic goes on in plain TCP
+                // at once (Galera's plain node logs nothing then), and one
+                // without says on its side that it cannot reach this node.
                 self.counters.refused_in.fetch_add(1, Ordering::Relaxed);
-                self.complain(from, "the peer speaks TLS and this node has socket.ssl off");
+                if self.quiet.first_in_a_while(format!("{} speaks TLS", from.ip())) {
+                    info!("closing connection from {}: the peer speaks TLS and this node has socket.ssl off", from);
+                }
                 None
             }
             None => Some(None),

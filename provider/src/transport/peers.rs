@@ -244,7 +244,23 @@ impl Shared {
 
     /// Connects to `addr`, handshakes and establishes the link. `expect`:
     /// the member the owner believes is there.
+    ///
+    /// With `socket.dynamic` a node speaks TLS first and plain TCP to a
+    /// peer that closes on TLS (a node with `socket.ssl` off), as Galera's
+    /// dynamic sockets fall back during a rolling upgrade; without it a
+    /// node with TLS speaks nothing else.
     pub(super) fn dial(self: &Arc<Self>, addr: &str, expect: Option<PeerId>) -> Result<(Installed, PeerInfo), Failure> {
+        let tls = self.tls();
+        match self.dial_once(addr, expect, tls.as_deref()) {
+            Err(Failure::Broken(why)) if tls.as_ref().is_some_and(|t| t.settings.dynamic) && why.contains(tls::PEER_CLOSED) => {
+                info!("{} closed on TLS: speaking plain TCP to it (socket.dynamic)", addr);
+                self.dial_once(addr, expect, None)
+            }
+            dialed => dialed,
+        }
+    }
+
+    fn dial_once(self: &Arc<Self>, addr: &str, expect: Option<PeerId>, tls: Option<&tls::Tls>) -> Result<(Installed, PeerInfo), Failure> {
         let broken = |e: std::io::Error| Failure::Broken(e.to_string());
         if self.is_isolated() {
             return Err(Failure::Broken("isolated".into()));
@@ -262,7 +278,7 @@ impl Shared {
             nonce,
             segment: Some(self.me.segment),
         };
-        let session = match self.tls() {
+        let session = match tls {
             None => None,
             Some(t) => match t.connect(&stream, to.ip()) {
                 Ok(s) => Some(Arc::new(s)),

@@ -742,6 +742,11 @@ mod tls {
         let dynamic = tls_node(&TlsSettings { dynamic: true, ..node_files(dir.path(), "d", &ca, "") });
         plain.t.set_peer(dynamic.id, &dynamic.addr());
         dynamic.wait_up(plain.id);
+        // And a dynamic node that dials a plain one speaks plain TCP to it
+        // once its TLS hello is closed on (galera_3nodes.galera_dynamic_protocol).
+        let other = node();
+        dynamic.t.set_peer(other.id, &other.addr());
+        other.wait_up(dynamic.id);
     }
 
     #[test]

@@ -406,8 +406,10 @@ impl Session {
         let mut sock = s;
         while conn.is_handshaking() {
             match conn.complete_io(&mut sock) {
-                Ok((0, 0)) if conn.is_handshaking() => {
-                    return Err(Failed::Broken("the peer closed the connection during the TLS handshake".into()))
+                Ok((0, 0)) if conn.is_handshaking() => return Err(Failed::Broken(PEER_CLOSED.into())),
+                // A peer that closes with our hello unread resets.
+                Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::UnexpectedEof) => {
+                    return Err(Failed::Broken(PEER_CLOSED.into()))
                 }
                 Ok(_) => {}
                 Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
@@ -455,6 +457,9 @@ impl Session {
     }
 }
 
+/// How a peer that does not speak TLS (`socket.ssl` off) answers a TLS
+/// hello: it closes.
+pub const PEER_CLOSED: &str = "the peer closed the connection during the TLS handshake";
 /// How a refusal by the peer's TLS reads on the dialing side: with TLS
 /// 1.3 the server checks the client's certificate after the client's
 /// handshake is over, so the alert arrives in place of the Welcome.
