@@ -253,7 +253,9 @@ impl Shared {
         let tls = self.tls();
         match self.dial_once(addr, expect, tls.as_deref()) {
             Err(Failure::Broken(why)) if tls.as_ref().is_some_and(|t| t.settings.dynamic) && why.contains(tls::PEER_CLOSED) => {
-                info!("{} closed on TLS: speaking plain TCP to it (socket.dynamic)", addr);
+                if self.quiet.first_in_a_while(format!("to {} plain", addr)) {
+                    info!("{} closed on TLS: speaking plain TCP to it (socket.dynamic)", addr);
+                }
                 self.dial_once(addr, expect, None)
             }
             dialed => dialed,
