@@ -116,8 +116,8 @@ impl OptionSpec {
             return None;
         }
         Some(match self.name {
-            "evs.send_window" | "evs.user_send_window" => {
-                "not mapped yet: Raft sends appends without a per-message window; across a WAN, segments (gmcast.segment) cut what crosses"
+            "evs.user_send_window" => {
+                "Raft's window counts appends only (no heartbeats, no votes): evs.send_window sets it"
             }
             "evs.auto_evict" | "evs.delay_margin" | "evs.delayed_keep_period" | "evs.evict" => {
                 "no delayed list: a member that stops answering is removed after evs.suspect_timeout"
@@ -299,8 +299,8 @@ registry! {
         dec(0, INT_MAX), shown("3"), Dynamic, Canonical, false, false,
         "View installation attempts before giving up on unresponsive members";
     EvsSendWindow EVS_SEND_WINDOW IntKey = "evs.send_window", dec(1, MAX), shown("4"),
-        Dynamic, Canonical, false, false,
-        "Messages in flight (lockstep: Raft inflight window); >= evs.user_send_window";
+        Dynamic, Canonical, false, true,
+        "Messages in flight (lockstep: Raft appends in flight per follower, 256 to 4096, each a batch); >= evs.user_send_window";
     EvsStatsReportPeriod EVS_STATS_REPORT_PERIOD DurationKey = "evs.stats_report_period",
         dur_ms(1000), shown("PT1M"), Dynamic, Canonical, false, true,
         "Period over which wsrep_evs_repl_latency is gathered before it starts over";
@@ -603,6 +603,7 @@ mod tests {
                 "cert.optimistic_pa",
                 "debug",
                 "evs.inactive_timeout",
+                "evs.send_window",
                 "evs.stats_report_period",
                 "evs.suspect_timeout",
                 "gcache.dir",

@@ -79,6 +79,8 @@ pub(crate) enum Command {
     Reform,
     /// `pc.ignore_sb` / `pc.ignore_quorum` / `pc.weight` changed.
     Policy(Policy),
+    /// `evs.send_window` changed (see [`send_window`]).
+    SendWindow(usize),
     Stop,
 }
 
@@ -501,6 +503,7 @@ impl Driver {
             Command::Timeouts(t) => self.liveness.timeouts = t,
             Command::Reform => self.reform(),
             Command::Policy(p) => self.policy = p,
+            Command::SendWindow(w) => self.set_send_window(w),
             Command::Stop => {
                 self.flow.publish(false, false, self.fc.counters(), self.clock.now());
                 return false;
@@ -843,6 +846,19 @@ impl Driver {
             }
         }
         relays
+    }
+
+    /// Appends in flight per follower: for the Raft node of now (each
+    /// follower's window) and for the next ones.
+    fn set_send_window(&mut self, evs_send_window: usize) {
+        let cap = send_window(evs_send_window);
+        self.raft_config.max_inflight_msgs = cap;
+        let raft = &mut self.incarnation.raw.raft;
+        raft.max_inflight = cap;
+        let ids: Vec<u64> = raft.prs().iter().map(|(id, _)| *id).collect();
+        for id in ids {
+            raft.adjust_max_inflight_msgs(id, cap);
+        }
     }
 
     /// Replaces the Raft node (a reform or a rejoin); an arbitrator's log
@@ -1490,6 +1506,30 @@ fn propose_split(raw: &mut RawNode<GroupLog>, entry: Entry) -> bool {
     raw.step(m).is_ok()
 }
 
+/// Raft's window of appends in flight to one follower for Galera's
+/// `evs.send_window` (messages in flight), within
+/// [`SEND_WINDOW_FLOOR`]..=[`SEND_WINDOW_CEILING`]. An EVS message
+/// carries one fragment of at most 64 KB (`gcs.max_packet_size`); a Raft
+/// append carries every entry pending for that follower, up to
+/// `max_size_per_msg` (1 MiB). So Galera's default of 4 taken as such
+/// would hold a far follower to 4 round trips' worth of batches and add a
+/// round trip to commits under load: the window never goes below the
+/// floor, and `evs.send_window` above it (Galera's WAN advice is 512)
+/// widens it. `evs.user_send_window` has no effect of its own: Raft does
+/// not count its heartbeats and votes in the window, so every message in
+/// it is a data message.
+pub fn send_window(evs_send_window: usize) -> usize {
+    evs_send_window.clamp(SEND_WINDOW_FLOOR, SEND_WINDOW_CEILING)
+}
+
+/// See [`send_window`]: 256 appends of up to 1 MiB exceed what Galera's
+/// 512 messages of 64 KB allow in bytes.
+pub const SEND_WINDOW_FLOOR: usize = 256;
+/// The leader keeps a slot per append in flight per follower, and up to
+/// `max_size_per_msg` in each: 4096 bound that to 4 GiB of resends and a
+/// 32 KB ring per follower, whatever the option says.
+pub const SEND_WINDOW_CEILING: usize = 4096;
+
 /// The Raft settings of every member (the simulator starts from them).
 pub fn raft_config(id: u64) -> raft::Config {
     raft::Config {
@@ -1498,7 +1538,7 @@ pub fn raft_config(id: u64) -> raft::Config {
         heartbeat_tick: 2,
         check_quorum: true,
         pre_vote: true,
-        max_inflight_msgs: 256,
+        max_inflight_msgs: SEND_WINDOW_FLOOR,
         max_size_per_msg: 1 << 20,
         ..Default::default()
     }

@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 pub use driver::Delivery;
 /// The Raft settings every member starts from (the simulator pins the
 /// election timeout in them), and the snapshot's two parts.
-pub use driver::{campaigns_last, raft_config, split_snapshot};
+pub use driver::{campaigns_last, raft_config, send_window, split_snapshot};
 #[cfg(test)]
 use driver::raft_node_with;
 pub use log::GroupLog;
@@ -373,6 +373,12 @@ impl Group {
     /// `pc.ignore_sb` / `pc.ignore_quorum` / `pc.weight` changed at runtime.
     pub fn set_policy(&self, p: quorum::Policy) {
         let _ = self.command(Command::Policy(p));
+    }
+
+    /// `evs.send_window` set, at start or at runtime (see
+    /// [`send_window`]).
+    pub fn set_send_window(&self, evs_send_window: usize) {
+        let _ = self.command(Command::SendWindow(evs_send_window));
     }
 
     /// `evs.suspect_timeout` / `evs.inactive_timeout` changed at runtime.

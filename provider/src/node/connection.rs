@@ -119,6 +119,7 @@ impl Shared {
         match Group::start(cfg, Box::new(NodeDelivery(self.clone()))) {
             Ok(g) => {
                 g.set_policy(settings.quorum_policy);
+                g.set_send_window(settings.send_window);
                 log::info!("connected as {} ({}) on {}, {}", g.me().id, g.me().name, g.me().address, what);
                 *self.group.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(g));
                 Status::Ok

@@ -433,6 +433,7 @@ impl Shared {
         crate::log::set_debug(s.debug);
         if let Some(g) = self.group() {
             g.set_timeouts(s.timeouts);
+            g.set_send_window(s.send_window);
             g.set_policy(s.quorum_policy);
             // Galera's SET of pc.weight returns once the group has the new
             // weight (mtr tests isolate a node right after it).

@@ -33,6 +33,9 @@ pub struct Settings {
     /// `evs.suspect_timeout` and `evs.inactive_timeout`: when the group
     /// removes a silent member.
     pub timeouts: crate::group::liveness::Timeouts,
+    /// `evs.send_window`: messages in flight per follower (see
+    /// `group::send_window`).
+    pub send_window: usize,
     /// `evs.stats_report_period`: the span `wsrep_evs_repl_latency`
     /// covers before it starts over.
     pub stats_report_period: Duration,
@@ -86,6 +89,7 @@ impl Default for Settings {
             max_lag_ms: 0,
             hang_appliers: false,
             timeouts: Default::default(),
+            send_window: 4,
             stats_report_period: Duration::from_secs(60),
             debug: false,
             quorum_policy: Default::default(),
@@ -124,6 +128,7 @@ impl Settings {
                 suspect: cfg.duration(keys::EVS_SUSPECT_TIMEOUT),
                 inactive: cfg.duration(keys::EVS_INACTIVE_TIMEOUT),
             },
+            send_window: cfg.get(keys::EVS_SEND_WINDOW).max(1) as usize,
             stats_report_period: cfg.duration(keys::EVS_STATS_REPORT_PERIOD),
             debug: cfg.get(keys::DEBUG),
             quorum_policy: crate::group::quorum::Policy {

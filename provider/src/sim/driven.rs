@@ -335,6 +335,9 @@ impl Driven {
     }
 }
 
+/// How often an odd member's `evs.send_window` changes (see `tick`).
+const SEND_WINDOW_EVERY_MS: u64 = 7_000;
+
 impl Driven {
     /// Member `index`: the first bootstraps the cluster, the others join;
     /// `election_tick` is its own (the seed draws it), `apply_rate` how
@@ -411,8 +414,14 @@ impl Driven {
         Driven { index, info, driver, commands, links, clock, node, flow, weight, election_tick, apply_rate, stop_requested: false, leave: None }
     }
 
-    pub fn tick(&mut self, now: Instant, _now_ms: u64) {
+    pub fn tick(&mut self, now: Instant, now_ms: u64) {
         self.node_tick();
+        // An operator widens and narrows evs.send_window now and then
+        // (odd members only), while appends are in flight.
+        if self.index % 2 == 1 && now_ms % SEND_WINDOW_EVERY_MS < super::TICK_MS {
+            let wide = (now_ms / SEND_WINDOW_EVERY_MS) % 2 == 0;
+            self.command(Command::SendWindow(if wide { 1000 } else { 4 }));
+        }
         self.step(now, None);
     }
 
