@@ -124,9 +124,34 @@ impl Driver {
         if !self.state.is_primary() || self.state.member(member.id).is_some() || handing_over {
             return;
         }
+        if previous.is_some_and(|(previous, _)| self.remove_former_self(previous, &member)) {
+            return; // it asks again, and is let in once its former self is out
+        }
         log::info!("member {} ({}) at {} asks to join", member.id, member.name, member.address);
         self.net.set_peer(member.id.raft_id(), &member.address);
         self.propose_membership(Membership::Add { member }, ConfChangeType::AddLearnerNode);
+    }
+
+    /// A joiner that says it was member `previous`, at the address that
+    /// member has, is that server restarted after a crash: `previous` is
+    /// dead, whatever the failure detector says yet (two processes cannot
+    /// listen on one address). Left in, it would count for quorum and
+    /// flow control, and it could be chosen as the joiner's donor, until
+    /// `evs.suspect_timeout`. So it is removed first, as an eviction
+    /// would (one conf change at a time). True while it is a member.
+    fn remove_former_self(&mut self, previous: Uuid, joiner: &MemberInfo) -> bool {
+        let Some(old) = self.state.member(previous) else { return false };
+        if previous == self.me.id || old.info.address.is_empty() || old.info.address != joiner.address {
+            return false;
+        }
+        if !super::weights::may_remove(&self.state, previous) {
+            return false; // as for an eviction: this side turns non-primary instead
+        }
+        if !self.incarnation.raw.raft.has_pending_conf() {
+            log::info!("member {} ({}) restarted as {}: removing its former self from the group", previous, old.info.name, joiner.id);
+            self.propose_membership(Membership::Remove { member: previous }, ConfChangeType::RemoveNode);
+        }
+        true
     }
 
     /// A joiner says it was `previous` before it was killed. A non-primary

@@ -545,9 +545,14 @@ impl GroupState {
     /// Galera's rule: the first synced member named in `wsrep_sst_donor`
     /// (comma-separated); a trailing comma, or no list, allows any synced
     /// member after that. An arbitrator has no data to give, and a
-    /// `gcs.stateless` member gives none, even when named.
+    /// `gcs.stateless` member gives none, even when named. Nor does a
+    /// member at the joiner's own address: the joiner's former self, dead
+    /// since that server restarted, but still a member until it is removed.
     fn select_donor(&self, joiner: Uuid, spec: &str) -> Result<Uuid, DonorError> {
-        let can_donate = |m: &&Member| m.info.id != joiner && m.state == MemberState::Synced && !m.info.arbitrator && !m.info.stateless;
+        let at = self.member(joiner).map(|m| m.info.address.as_str()).filter(|a| !a.is_empty());
+        let can_donate = |m: &&Member| {
+            m.info.id != joiner && m.state == MemberState::Synced && !m.info.arbitrator && !m.info.stateless && Some(m.info.address.as_str()) != at
+        };
         let names: Vec<&str> = spec.split(',').map(str::trim).collect();
         let mut named_present = false;
         for name in names.iter().filter(|n| !n.is_empty()) {

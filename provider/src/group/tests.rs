@@ -339,12 +339,17 @@ fn evs_send_window_widens_the_raft_window_within_bounds() {
 /// Three voters: `a` bootstraps and leads, `b` and `c` join and are
 /// promoted once they report Joined.
 fn three_voters() -> (Member, Member, Member) {
-    let (a, _) = bootstrap(0);
+    three_voters_with(config)
+}
+
+fn three_voters_with(config: impl Fn(&str, Mode) -> GroupConfig) -> (Member, Member, Member) {
+    let history = Uuid::random();
+    let a = start_with(config("node1", Mode::Bootstrap { history, position: 0 }));
     a.until("bootstrap view", view_with(1));
-    let b = start("node2", Mode::Join { peers: vec![a.addr()] });
+    let b = start_with(config("node2", Mode::Join { peers: vec![a.addr()] }));
     b.until("b is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
     b.group.member_state(Transition::Join, 0).unwrap();
-    let c = start("node3", Mode::Join { peers: vec![a.addr()] });
+    let c = start_with(config("node3", Mode::Join { peers: vec![a.addr()] }));
     c.until("c is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 2) || matches!(e, GroupEvent::Restored { .. }));
     c.group.member_state(Transition::Join, 0).unwrap();
     for m in [&a, &b, &c] {
@@ -490,6 +495,30 @@ fn a_survivor_reforms_the_component_once_every_other_member_has_restarted() {
     c.until("c is in", |e| matches!(e, GroupEvent::View(v) if v.my_idx == 1) || matches!(e, GroupEvent::Restored { .. }));
     a.group.stop();
     c.group.stop();
+}
+
+/// A member killed and restarted at once (faster than the failure
+/// detector) says who it was: its former self, at its own address, goes
+/// at its join, not `evs.suspect_timeout` later. Left in meanwhile, it
+/// counted for quorum and could be chosen as the joiner's donor.
+#[test]
+fn a_member_restarted_at_its_address_replaces_its_former_self_at_once() {
+    let suspect = Duration::from_secs(30);
+    let slow_detector = |name: &str, mode| GroupConfig { timeouts: liveness::Timeouts { suspect, inactive: suspect }, ..config(name, mode) };
+    let (a, b, c) = three_voters_with(slow_detector);
+    let (killed, at) = (c.group.me().id, c.addr());
+    c.group.stop();
+    let restarted = Instant::now();
+    let previous = recovery::Previous { member: killed, view: vec![], position: (Uuid::NIL, -1) };
+    let d = start_with(GroupConfig { previous: Some(previous), listen: at, ..slow_detector("node3", Mode::Join { peers: vec![a.addr()] }) });
+    let replaced = |e: &GroupEvent| matches!(e, GroupEvent::View(v) if v.members.len() == 3 && v.members.iter().all(|m| m.id != killed));
+    let GroupEvent::View(v) = a.until("a's view with node3 restarted", replaced) else { unreachable!() };
+    assert!(v.members.iter().any(|m| m.id == d.group.me().id), "{:?}", v);
+    assert!(restarted.elapsed() < suspect / 2, "replaced after {:?}: by the failure detector", restarted.elapsed());
+    b.until("b's view with node3 restarted", replaced);
+    for m in [a, b, d] {
+        m.group.stop();
+    }
 }
 
 #[test]

@@ -1,7 +1,7 @@
 use super::*;
 
 fn member(id: Uuid, name: &str) -> MemberInfo {
-    MemberInfo { id, name: name.into(), incoming: "i".into(), address: "a".into(), arbitrator: false, stateless: false }
+    MemberInfo { id, name: name.into(), incoming: "i".into(), address: format!("{name}:4567"), arbitrator: false, stateless: false }
 }
 
 fn arbitrator(id: Uuid) -> MemberInfo {
@@ -126,6 +126,22 @@ fn donor_selection_follows_wsrep_sst_donor() {
     assert!(matches!(out.last(), Some(GroupEvent::StateTransfer { donor: Ok(d), seqno: 3, .. }) if *d == a));
     // The only synced member is busy donating: the next joiner must wait.
     assert_eq!(g.select_donor(b, ""), Err(DonorError::Again));
+}
+
+/// node2 was killed and restarted before the others evicted it: its
+/// former self is still a synced member, at the joiner's address, and
+/// must not be its donor (it would wait for a dead donor forever).
+#[test]
+fn a_joiners_former_self_is_never_its_donor() {
+    let (a, old, new) = (Uuid::random(), Uuid::random(), Uuid::random());
+    let mut g = boot(a, 0);
+    membership(&mut g, Membership::Add { member: member(old, "node2") });
+    for t in [Transition::Join, Transition::Sync] {
+        apply(&mut g, Entry::MemberState { member: old, transition: t, seqno: -1 });
+    }
+    membership(&mut g, Membership::Add { member: member(new, "node2") });
+    assert_eq!(g.select_donor(new, "node2,"), Ok(a));
+    assert_eq!(g.select_donor(new, ""), Ok(a));
 }
 
 /// galera_3nodes.galera_sst_stateless: node3 names node2 first, node2 is
