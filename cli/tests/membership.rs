@@ -19,7 +19,9 @@
 //! - a node frozen with SIGSTOP, or cut off the network with
 //!   `gmcast.isolate=1`, is evicted the same way while the others keep
 //!   committing; thawed (reconnected) under the load, it learns it is out,
-//!   joins again by itself and catches up by IST, without a restart.
+//!   joins again by itself and catches up by IST, without a restart;
+//! - a streaming transaction of node1 stays open while node3 restarts
+//!   and joins again (a snapshot, then IST), and commits on node3 too.
 //!
 //! Environment, besides common's (`LOCKSTEP_TEST_MULTI_PROVIDER` picks the
 //! provider; each test prints its timings):
@@ -156,6 +158,85 @@ fn a_killed_node_is_evicted_while_the_others_keep_committing_and_rejoins() {
         assert_eq!(left, 0, "node{n}: fragments of the killed node's transaction are left");
     }
     eprintln!("test took {:.1}s", started.elapsed().as_secs_f64());
+}
+
+/// A streaming transaction of node1 stays open while node3 restarts and
+/// joins again under writes, from a group log compacted past its last
+/// stay (a snapshot of the group's state, then IST). It commits, and
+/// node3 has it too: the joiner's server hears the view it joined in
+/// once. Heard twice in a row, the server took the repeat for a healed
+/// partition and rolled back every streaming transaction of the others
+/// on node3 alone, which then skipped the commit ("Could not find applier
+/// context") and lost it.
+#[test]
+fn a_streaming_transaction_open_across_a_rejoin_commits_on_the_rejoined_node() {
+    let _turn = take_turn();
+    let cluster = up_first(membership_spec("membership_sr_rejoin", 17, 3), 3);
+    let (node1, node3) = (cluster.node(1), cluster.node(3));
+    let setup = "CREATE DATABASE bank; CREATE TABLE bank.small (id INT PRIMARY KEY)";
+    node1.sql(setup).unwrap_or_else(|e| panic!("{setup}: {e}"));
+    let mut open = open_streaming_transaction(node1, cluster.node(2));
+    // Past the group log's snapshot threshold (16384 entries): node3's
+    // new member must start from a snapshot. In parallel, to be quick.
+    std::thread::scope(|scope| {
+        for w in 0..4 {
+            scope.spawn(move || small_writes(node1, w, 4500));
+        }
+    });
+    // Whether the snapshot comes after the join view depends on timing:
+    // three rejoins make it likely that one of them does.
+    for round in 0..REJOINS {
+        node3.stop().unwrap_or_else(|e| panic!("stopping node3: {e}"));
+        // Writes while node3 joins, from several clients: the snapshot it
+        // gets is then taken some writesets after its join view, and the
+        // IST that follows carries that view.
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let stop = &stop;
+            let writers: Vec<_> =
+                (0..8).map(|w| scope.spawn(move || small_writes_until(node1, 10 * (round + 1) + w, stop))).collect();
+            let _stop_on_panic = StopOnDrop(stop);
+            start_node(node3);
+            stop.store(true, Ordering::Relaxed);
+            let written: u64 = writers.into_iter().map(|w| w.join().expect("a writer panicked")).sum();
+            eprintln!("{written} small writes while node3 joined");
+        });
+    }
+    for sql in ["INSERT INTO bank.streamed VALUES (4)", "COMMIT"] {
+        open.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    cluster.wait_synced(SYNC_TIMEOUT).unwrap_or_else(|e| panic!("after the commit: {e}"));
+    lockstep_cli::workload::converge::wait_converged(&cluster, SYNC_TIMEOUT)
+        .unwrap_or_else(|e| panic!("converging: {e}"));
+    for n in 1..=3 {
+        assert_eq!(rows_in(cluster.node(n), "bank.streamed"), 4, "node{n}: the streaming transaction's rows");
+        assert_eq!(rows_in(cluster.node(n), STREAMING_LOG), 0, "node{n}: fragments left");
+    }
+}
+
+/// How many times node3 restarts with a streaming transaction open.
+const REJOINS: u64 = 3;
+
+/// `count` single-row inserts on `node`, ids `writer` * 1e6 + 1...
+fn small_writes(node: Node, writer: u64, count: u64) {
+    let mut conn = node.connect().unwrap_or_else(|e| panic!("{}: {e}", node.name()));
+    for n in 1..=count {
+        let sql = format!("INSERT INTO bank.small VALUES ({})", writer * 1_000_000 + n);
+        conn.execute(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+}
+
+/// Single-row inserts on `node` until `stop` (ids as [`small_writes`]);
+/// how many.
+fn small_writes_until(node: Node, writer: u64, stop: &AtomicBool) -> u64 {
+    let mut conn = node.connect().unwrap_or_else(|e| panic!("{}: {e}", node.name()));
+    let mut n = 0;
+    while !stop.load(Ordering::Relaxed) {
+        n += 1;
+        let sql = format!("INSERT INTO bank.small VALUES ({})", writer * 1_000_000 + n);
+        conn.execute(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    n
 }
 
 /// A streaming transaction open on `origin` (a fragment per row), once

@@ -204,8 +204,8 @@ impl Shared {
     /// stream begins), the configuration changes before `entered` as views
     /// to the server. The position reached and whether the server heard a
     /// view, or None when a needed transfer failed.
-    pub(super) fn receive_ist(&self, ctx: RecvCtx, gtid: Gtid, entered: Seqno) -> Option<(Seqno, IstViews)> {
-        match self.apply_ist(ctx, gtid.seqno, entered) {
+    pub(super) fn receive_ist(&self, ctx: RecvCtx, gtid: Gtid, entered: Seqno, join_conf: i64) -> Option<(Seqno, IstViews)> {
+        match self.apply_ist(ctx, gtid.seqno, entered, join_conf) {
             Ok(reached) => Some(reached),
             Err(e) if gtid.seqno < entered => {
                 log::error!("IST failed: {}; the node must be restarted to join by SST", e);
@@ -218,7 +218,7 @@ impl Shared {
         }
     }
 
-    fn apply_ist(&self, ctx: RecvCtx, position: Seqno, entered: Seqno) -> Result<(Seqno, IstViews), String> {
+    fn apply_ist(&self, ctx: RecvCtx, position: Seqno, entered: Seqno, join_conf: i64) -> Result<(Seqno, IstViews), String> {
         let header = self.ist.wait_header(STALL)?;
         header.covers(position, entered)?;
         if position < entered {
@@ -238,7 +238,7 @@ impl Shared {
             if seqno == entered && seqno > position && matches!(item, Cached::View { .. }) {
                 views.join_held = true;
             } else if seqno > position {
-                views.heard |= self.apply_ist_item(ctx, seqno, item, entered);
+                views.heard |= self.apply_ist_item(ctx, seqno, item, entered, join_conf);
             }
         }
         if position < entered {
@@ -253,8 +253,9 @@ impl Shared {
     /// a dummy for one that failed certification everywhere), or a
     /// configuration change, which the server hears if it is older than
     /// `views_before` (the view this node entered with comes after the
-    /// IST). True when the server heard a view.
-    fn apply_ist_item(&self, ctx: RecvCtx, seqno: Seqno, item: Cached, views_before: Seqno) -> bool {
+    /// IST). True when the server heard a view, or is to hear the view
+    /// this node joined in (configuration `join_conf`) after the IST.
+    fn apply_ist_item(&self, ctx: RecvCtx, seqno: Seqno, item: Cached, views_before: Seqno, join_conf: i64) -> bool {
         match item {
             // Galera's IST delivers the configuration changes the joiner
             // missed to its server, in order (with own index -1 where it
@@ -264,6 +265,16 @@ impl Shared {
             // among them, and no longer takes the view it returns in for
             // a repeat of its last one (which would roll back all of them).
             Cached::View { conf } => match View::decode(&conf, self.my_id()) {
+                // A joiner that took the group's state from a snapshot
+                // enters after its join view's own seqno, so the IST
+                // carries that view too. The server hears it once, after
+                // the IST: twice in a row, it would take the repeat for a
+                // partition healed and roll back every streaming
+                // transaction, which the others go on with.
+                Ok(view) if view.seqno == seqno && seqno < views_before && view.conf_id == join_conf => {
+                    self.pass_monitors(seqno);
+                    true
+                }
                 Ok(view) if view.seqno == seqno && seqno < views_before => {
                     self.deliver_view(ctx, &view);
                     true

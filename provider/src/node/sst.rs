@@ -56,7 +56,7 @@ impl Shared {
         };
         if is_request(&req, b"trivial") || is_request(&req, b"none") {
             // No data moves: the node starts from the group's position.
-            return self.state_installed(ctx, Gtid::new(view.history, view.seqno), false).is_some_and(|(at, _)| self.join_group(at));
+            return self.state_installed(ctx, Gtid::new(view.history, view.seqno), false, view).is_some_and(|(at, _)| self.join_group(at));
         }
         self.set_sst(Sst::Requested);
         let own = *self.joined_from.lock().unwrap_or_else(|e| e.into_inner());
@@ -106,7 +106,7 @@ impl Shared {
                 self.apply.last_left()
             );
         }
-        let Some((at, views)) = self.state_installed(ctx, own, receiving) else { return false };
+        let Some((at, views)) = self.state_installed(ctx, own, receiving, view) else { return false };
         self.hear_join_view(ctx, view, views);
         self.join_group(at)
     }
@@ -116,7 +116,7 @@ impl Shared {
     /// heard is older than the cluster's, so it hears the view it joined
     /// in too, as after Galera's IST (which ends with that view).
     fn state_received(&self, ctx: RecvCtx, gtid: Gtid, view: &View, receiving: bool) -> bool {
-        let Some((at, views)) = self.state_installed(ctx, gtid, receiving) else { return false };
+        let Some((at, views)) = self.state_installed(ctx, gtid, receiving, view) else { return false };
         if views.heard {
             self.hear_join_view(ctx, view, views);
         } else if views.join_held {
@@ -259,7 +259,7 @@ impl Shared {
     /// node holds the state at, for `join_group` once the caller dealt
     /// with the view it joined in, and what the server heard; None when
     /// the node cannot go on.
-    fn state_installed(&self, ctx: RecvCtx, gtid: Gtid, receiving: bool) -> Option<(Seqno, IstViews)> {
+    fn state_installed(&self, ctx: RecvCtx, gtid: Gtid, receiving: bool, joined_in: &View) -> Option<(Seqno, IstViews)> {
         self.skip_upto.store(gtid.seqno, Ordering::SeqCst);
         self.apply.reset(gtid.seqno);
         self.commit.reset(gtid.seqno);
@@ -278,7 +278,7 @@ impl Shared {
         // between come from the donor's IST.
         let entered = self.entered_at.load(Ordering::SeqCst);
         let reached = match receiving {
-            true => self.receive_ist(ctx, gtid, entered),
+            true => self.receive_ist(ctx, gtid, entered, joined_in.conf_id),
             false if gtid.seqno < entered => {
                 log::error!("the state holds up to {} but this node joined at {} and has no IST receiver for the gap", gtid.seqno, entered);
                 None
