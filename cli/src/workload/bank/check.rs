@@ -242,22 +242,23 @@ fn ledger(config: &BankConfig, snap: &BankSnapshot) -> Vec<Divergence> {
 }
 
 /// The node against the clients: every committed transfer present and as
-/// written, no aborted one present, nothing nobody wrote.
+/// written, no aborted one present, one in doubt (its node was lost) as
+/// written if present, nothing nobody wrote.
 fn acknowledged(run: &BankRun, snap: &BankSnapshot) -> Vec<Divergence> {
     let mut found = Vec::new();
+    let in_doubt: Vec<&Transfer> = run.lost.iter().filter_map(|l| l.in_doubt.as_ref()).collect();
     for t in &run.committed {
         match snap.log.get(&t.id) {
             None => found.push(Divergence::Lost {
                 node: snap.node,
                 transfer: t.to_string(),
             }),
-            Some(row) if row != t => found.push(Divergence::Value {
-                node: snap.node,
-                what: format!("bank.log id={}", t.id),
-                expected: log_row(t),
-                got: log_row(row),
-            }),
-            Some(_) => {}
+            Some(row) => found.extend(as_written(snap.node, t, row)),
+        }
+    }
+    for t in &in_doubt {
+        if let Some(row) = snap.log.get(&t.id) {
+            found.extend(as_written(snap.node, t, row));
         }
     }
     let aborted: BTreeSet<u64> = run.aborted.iter().map(|t| t.id).collect();
@@ -267,22 +268,37 @@ fn acknowledged(run: &BankRun, snap: &BankSnapshot) -> Vec<Divergence> {
             transfer: t.to_string(),
         });
     }
-    let committed: BTreeSet<u64> = run.committed.iter().map(|t| t.id).collect();
-    for id in snap.log.keys() {
-        if !committed.contains(id) && !aborted.contains(id) {
-            found.push(Divergence::Unknown {
-                node: snap.node,
-                table: "bank.log".into(),
-                key: *id as i64,
-            });
-        }
+    let known: BTreeSet<u64> = run
+        .committed
+        .iter()
+        .chain(in_doubt.iter().copied())
+        .map(|t| t.id)
+        .chain(aborted.iter().copied())
+        .collect();
+    for id in snap.log.keys().filter(|id| !known.contains(id)) {
+        found.push(Divergence::Unknown {
+            node: snap.node,
+            table: "bank.log".into(),
+            key: *id as i64,
+        });
     }
     found
+}
+
+/// A log row against what its client wrote.
+fn as_written(node: usize, t: &Transfer, row: &Transfer) -> Option<Divergence> {
+    (row != t).then(|| Divergence::Value {
+        node,
+        what: format!("bank.log id={}", t.id),
+        expected: log_row(t),
+        got: log_row(row),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::bank::Lost;
 
     fn config() -> BankConfig {
         BankConfig {
@@ -349,6 +365,32 @@ mod tests {
                 "node3: balance of account 2 = 121, expected 120 (initial 100 +20 in bank.log)",
             ]
         );
+    }
+
+    /// Transfer #2's client lost its node at COMMIT: present everywhere
+    /// as written, or absent everywhere, both pass; another amount is
+    /// caught.
+    #[test]
+    fn a_transfer_in_doubt_may_be_there_or_not_but_as_written() {
+        let (mut run, snaps) = healthy();
+        let in_doubt = run.committed.pop().expect("two committed");
+        run.lost.push(Lost {
+            node: 2,
+            at: std::time::Instant::now(),
+            error: "connection lost".into(),
+            in_doubt: Some(in_doubt),
+        });
+        assert_eq!(verify(&config(), &run, &snaps), []);
+        let (_, mut without) = healthy();
+        for snap in &mut without {
+            snap.log.remove(&2);
+            snap.accounts = [(1, 70), (2, 130), (3, 100)].into();
+        }
+        assert_eq!(verify(&config(), &run, &without), []);
+        let mut other = snaps.clone();
+        other[0].log.insert(2, transfer(2, 2, 3, 11, 2));
+        let found = texts(&verify(&config(), &run, &other));
+        assert!(found.contains(&"node1: bank.log id=2 = 11 from 2 to 3 via node2, expected 10 from 2 to 3 via node2".into()), "{found:#?}");
     }
 
     #[test]

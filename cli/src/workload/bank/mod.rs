@@ -18,6 +18,7 @@ mod worker;
 
 pub use check::{check, snapshot, verify, BankCheck, BankSnapshot};
 
+
 use super::converge::{self, Counters};
 use super::sql::Session;
 use super::{nodes_to_use, on_nodes, Bound, Divergence, Error, Latency, Result, Rng};
@@ -58,6 +59,13 @@ pub struct BankConfig {
     /// Socket timeout of every statement: a node that does not answer in
     /// this time fails the run.
     pub statement_timeout: Duration,
+    /// For loads around crashes: a statement that fails other than with
+    /// ER_LOCK_DEADLOCK (the node died, or is out of the primary
+    /// component) leaves its transfer in doubt instead of failing the run.
+    /// The worker records it ([`BankRun::lost`]) and connects again once
+    /// its node is ready. A transfer in doubt may or may not be in the log:
+    /// the client cannot know, so the checks accept either.
+    pub survive_lost_nodes: bool,
 }
 
 impl Default for BankConfig {
@@ -74,6 +82,7 @@ impl Default for BankConfig {
             audit_every: 20,
             seed: Rng::seed_from_clock(),
             statement_timeout: Duration::from_secs(60),
+            survive_lost_nodes: false,
         }
     }
 }
@@ -105,6 +114,17 @@ impl fmt::Display for Transfer {
     }
 }
 
+/// A statement that failed because its node was lost (it died, or left
+/// the primary component): when, why, and the transfer left in doubt.
+#[derive(Clone, Debug)]
+pub struct Lost {
+    pub node: usize,
+    pub at: Instant,
+    pub error: String,
+    /// None when the statement was an audit or a reconnection's.
+    pub in_doubt: Option<Transfer>,
+}
+
 /// What the clients of one node saw.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeCounts {
@@ -117,6 +137,9 @@ pub struct NodeCounts {
     /// applier (or a local InnoDB deadlock).
     pub aborted_before_commit: u64,
     pub audits: u64,
+    /// Statements that failed with the node lost (see
+    /// [`BankConfig::survive_lost_nodes`]).
+    pub lost: u64,
 }
 
 impl NodeCounts {
@@ -131,6 +154,7 @@ impl NodeCounts {
         self.aborted_at_commit += other.aborted_at_commit;
         self.aborted_before_commit += other.aborted_before_commit;
         self.audits += other.audits;
+        self.lost += other.lost;
     }
 }
 
@@ -144,6 +168,9 @@ pub struct BankRun {
     pub committed: Vec<Transfer>,
     /// Every transfer that got ER_LOCK_DEADLOCK (retries get new ids).
     pub aborted: Vec<Transfer>,
+    /// Every statement that failed with its node lost, when the config
+    /// survives that; in time order per worker.
+    pub lost: Vec<Lost>,
     /// Audits during the load that saw a wrong total.
     pub audit_failures: Vec<Divergence>,
     /// START TRANSACTION to COMMIT's OK, of committed transfers.
@@ -191,6 +218,7 @@ impl BankRun {
         self.committed.sort_by_key(|t| t.id);
         self.aborted.extend(later.aborted);
         self.aborted.sort_by_key(|t| t.id);
+        self.lost.extend(later.lost);
         self.audit_failures.extend(later.audit_failures);
         self.latency = self.latency.worse(&later.latency);
         self.counters = converge::sum(&self.counters, &later.counters);
@@ -221,6 +249,9 @@ impl BankRun {
                 n.aborted_before_commit,
                 n.audits
             ));
+            if n.lost > 0 {
+                text.push_str(&format!(", {} statements failed with the node lost", n.lost));
+            }
         }
         for c in &self.counters {
             text.push_str(&format!("\n  {c}"));
@@ -309,6 +340,7 @@ fn merge(nodes: usize, outcomes: Vec<worker::Outcome>) -> BankRun {
         run.per_node[o.counts.node - 1].add(&o.counts);
         run.committed.extend(o.committed);
         run.aborted.extend(o.aborted);
+        run.lost.extend(o.lost);
         run.audit_failures.extend(o.audit_failures);
         latencies.extend(o.latencies);
     }
@@ -340,6 +372,7 @@ mod tests {
                 node,
             }],
             aborted: vec![],
+            lost: vec![],
             audit_failures: vec![],
             latencies: vec![Duration::from_millis(1)],
         };

@@ -1,7 +1,7 @@
 //! One bank worker: its own connection to one node, transfers until told
 //! to stop, every outcome recorded.
 
-use super::{BankConfig, NodeCounts, Transfer};
+use super::{BankConfig, Lost, NodeCounts, Transfer};
 use crate::cluster::Node;
 use crate::workload::sql::Session;
 use crate::workload::{Bound, Divergence, Error, Result, Rng};
@@ -13,6 +13,7 @@ pub(super) struct Outcome {
     pub counts: NodeCounts,
     pub committed: Vec<Transfer>,
     pub aborted: Vec<Transfer>,
+    pub lost: Vec<Lost>,
     pub audit_failures: Vec<Divergence>,
     pub latencies: Vec<Duration>,
 }
@@ -35,6 +36,7 @@ pub(super) fn run(
         },
         committed: Vec::new(),
         aborted: Vec::new(),
+        lost: Vec::new(),
         audit_failures: Vec::new(),
         latencies: Vec::new(),
     };
@@ -42,12 +44,66 @@ pub(super) fn run(
     let mut iteration: u64 = 0;
     while !bound.reached() {
         iteration += 1;
-        one_transfer(&mut session, config, bound, ids, &mut rng, &mut out)?;
-        if config.audit_every > 0 && iteration.is_multiple_of(config.audit_every as u64) {
-            audit(&mut session, config, &mut out)?;
+        let mut step = one_transfer(&mut session, config, bound, ids, &mut rng, &mut out);
+        if step.is_ok() && config.audit_every > 0 && iteration.is_multiple_of(config.audit_every as u64) {
+            step = audit(&mut session, config, &mut out);
+            if let Err(e) = &step {
+                lost(config, &mut out, e, None);
+            }
+        }
+        match step {
+            Err(e) if !survives(config, &e) => return Err(e),
+            Err(_) => match reconnect(node, config, bound) {
+                Some(s) => session = s,
+                None => break,
+            },
+            Ok(()) => {}
         }
     }
     Ok(out)
+}
+
+/// How often a worker whose node was lost tries it again: often enough
+/// to write as soon as it is back, seldom enough not to flood its log.
+const RECONNECT_EVERY: Duration = Duration::from_millis(250);
+
+/// A new session once `node` answers and is ready (`wsrep_ready`: a
+/// joining node accepts connections before it accepts transactions), or
+/// None when the run ended first. Failures on the way are not recorded:
+/// one loss per outage says enough.
+fn reconnect(node: Node, config: &BankConfig, bound: &Bound) -> Option<Session> {
+    while !bound.reached() {
+        std::thread::sleep(RECONNECT_EVERY);
+        let Ok(mut session) = Session::open(node, config.statement_timeout) else {
+            continue;
+        };
+        let ready = session.rows("SHOW STATUS LIKE 'wsrep_ready'");
+        if ready.is_ok_and(|rows| rows.first().and_then(|r| r.get(1)).is_some_and(|v| v == "ON")) {
+            return Some(session);
+        }
+    }
+    None
+}
+
+/// A statement the server did not answer, or refused (no primary
+/// component ...), when the config survives lost nodes. An answer of the
+/// wrong shape (a missing account) always fails the run.
+fn survives(config: &BankConfig, e: &Error) -> bool {
+    config.survive_lost_nodes && matches!(e, Error::Statement { .. })
+}
+
+/// Records a statement that failed with the node lost (see [`survives`]).
+fn lost(config: &BankConfig, out: &mut Outcome, e: &Error, in_doubt: Option<Transfer>) {
+    if !survives(config, e) {
+        return;
+    }
+    out.counts.lost += 1;
+    out.lost.push(Lost {
+        node: out.counts.node,
+        at: Instant::now(),
+        error: e.to_string(),
+        in_doubt,
+    });
 }
 
 /// One attempt: committed or aborted (recorded either way); an error only
@@ -93,6 +149,7 @@ fn one_transfer(
             // Leave no transaction open on the way out; the error that
             // matters is the first one.
             let _ = session.rollback();
+            lost(config, out, &e, Some(transfer));
             Err(e)
         }
     }
