@@ -265,18 +265,17 @@ impl Shared {
             // among them, and no longer takes the view it returns in for
             // a repeat of its last one (which would roll back all of them).
             Cached::View { conf } => match View::decode(&conf, self.my_id()) {
-                // A joiner that took the group's state from a snapshot
-                // enters after its join view's own seqno, so the IST
-                // carries that view too. The server hears it once, after
-                // the IST: twice in a row, it would take the repeat for a
-                // partition healed and roll back every streaming
-                // transaction, which the others go on with.
-                Ok(view) if view.seqno == seqno && seqno < views_before && view.conf_id == join_conf => {
-                    self.pass_monitors(seqno);
-                    true
-                }
                 Ok(view) if view.seqno == seqno && seqno < views_before => {
-                    self.deliver_view(ctx, &view);
+                    // A joiner that took the group's state from a snapshot
+                    // enters after its join view's own seqno, so the IST
+                    // carries that view too. The server hears it once,
+                    // after the IST: twice in a row, it would take the
+                    // repeat for a partition healed and roll back every
+                    // streaming transaction, which the others go on with.
+                    match view.conf_id == join_conf {
+                        true => self.pass_monitors(seqno),
+                        false => self.deliver_view(ctx, &view),
+                    }
                     true
                 }
                 _ => {
