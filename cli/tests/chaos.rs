@@ -77,8 +77,8 @@ fn kills_and_restarts_under_load_lose_nothing_and_diverge_nowhere() {
     for lost in &run.lost {
         assert_during_outage(&outages, lost.node, lost.at, &lost.error);
     }
-    for (node, at, error) in &batches.lost {
-        assert_during_outage(&outages, *node, *at, error);
+    for lost in &batches.lost {
+        assert_during_outage(&outages, lost.node, lost.at, &format!("batch {}: {}", lost.batch, lost.error));
     }
     let check = bank::check(&cluster, &config, &run, SYNC_TIMEOUT)
         .unwrap_or_else(|e| panic!("bank check (seed {seed}): {e}"));
@@ -161,9 +161,15 @@ fn streaming_setup(cluster: &Cluster) {
 struct Batches {
     committed: Vec<u32>,
     aborted: Vec<u32>,
-    in_doubt: Vec<u32>,
-    /// (node, when, error) of each batch whose node was lost.
-    lost: Vec<(usize, Instant, String)>,
+    /// The batches whose node was lost, in doubt.
+    lost: Vec<LostBatch>,
+}
+
+struct LostBatch {
+    batch: u32,
+    node: usize,
+    at: Instant,
+    error: String,
 }
 
 impl std::fmt::Display for Batches {
@@ -173,7 +179,7 @@ impl std::fmt::Display for Batches {
             "{} committed, {} aborted, {} in doubt",
             self.committed.len(),
             self.aborted.len(),
-            self.in_doubt.len()
+            self.lost.len()
         )
     }
 }
@@ -194,10 +200,7 @@ fn stream_batches(cluster: &Cluster, seed: u64, stop: &AtomicBool) -> Batches {
         match stream_one(node, batch) {
             Ok(()) => batches.committed.push(batch),
             Err(e) if e.is_deadlock() => batches.aborted.push(batch),
-            Err(e) => {
-                batches.in_doubt.push(batch);
-                batches.lost.push((node.index(), Instant::now(), format!("batch {batch}: {e}")));
-            }
+            Err(e) => batches.lost.push(LostBatch { batch, node: node.index(), at: Instant::now(), error: e.to_string() }),
         }
     }
     batches
@@ -239,7 +242,7 @@ fn check_batches(cluster: &Cluster, batches: &Batches) {
         for b in &batches.aborted {
             assert_eq!(count(*b), 0, "{}: aborted batch {b}", node.name());
         }
-        for b in &batches.in_doubt {
+        for b in batches.lost.iter().map(|l| &l.batch) {
             assert!(
                 [0, BATCH_ROWS].contains(&count(*b)),
                 "{}: batch {b} (in doubt) has {} rows: half a transaction",
@@ -253,10 +256,7 @@ fn check_batches(cluster: &Cluster, batches: &Batches) {
         }
     }
     for node in cluster.nodes() {
-        let left = node
-            .sql("SELECT COUNT(*) FROM mysql.wsrep_streaming_log")
-            .unwrap_or_else(|e| panic!("{}: reading the streaming log: {e}", node.name()));
-        assert_eq!(left[0][0], "0", "{}: fragments of finished transactions are left", node.name());
+        assert_eq!(rows_in(node, STREAMING_LOG), 0, "{}: fragments of finished transactions are left", node.name());
     }
     eprintln!("streaming: every node agrees on {batches}, no fragment left anywhere");
 }

@@ -180,7 +180,7 @@ fn a_streaming_transaction_open_across_a_rejoin_commits_on_the_rejoined_node() {
     // new member must start from a snapshot. In parallel, to be quick.
     std::thread::scope(|scope| {
         for w in 0..4 {
-            scope.spawn(move || small_writes(node1, w, 4500));
+            scope.spawn(move || small_writes(node1, w, |n| n == 4500));
         }
     });
     // Whether the snapshot comes after the join view depends on timing:
@@ -194,7 +194,7 @@ fn a_streaming_transaction_open_across_a_rejoin_commits_on_the_rejoined_node() {
         std::thread::scope(|scope| {
             let stop = &stop;
             let writers: Vec<_> =
-                (0..8).map(|w| scope.spawn(move || small_writes_until(node1, 10 * (round + 1) + w, stop))).collect();
+                (0..8).map(|w| scope.spawn(move || small_writes(node1, 10 * (round + 1) + w, |_| stop.load(Ordering::Relaxed)))).collect();
             let _stop_on_panic = StopOnDrop(stop);
             start_node(node3);
             stop.store(true, Ordering::Relaxed);
@@ -217,21 +217,12 @@ fn a_streaming_transaction_open_across_a_rejoin_commits_on_the_rejoined_node() {
 /// How many times node3 restarts with a streaming transaction open.
 const REJOINS: u64 = 3;
 
-/// `count` single-row inserts on `node`, ids `writer` * 1e6 + 1...
-fn small_writes(node: Node, writer: u64, count: u64) {
-    let mut conn = node.connect().unwrap_or_else(|e| panic!("{}: {e}", node.name()));
-    for n in 1..=count {
-        let sql = format!("INSERT INTO bank.small VALUES ({})", writer * 1_000_000 + n);
-        conn.execute(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    }
-}
-
-/// Single-row inserts on `node` until `stop` (ids as [`small_writes`]);
-/// how many.
-fn small_writes_until(node: Node, writer: u64, stop: &AtomicBool) -> u64 {
+/// Single-row inserts on `node`, ids `writer` * 1e6 + 1..., until
+/// `done(inserted so far)`; how many.
+fn small_writes(node: Node, writer: u64, done: impl Fn(u64) -> bool) -> u64 {
     let mut conn = node.connect().unwrap_or_else(|e| panic!("{}: {e}", node.name()));
     let mut n = 0;
-    while !stop.load(Ordering::Relaxed) {
+    while !done(n) {
         n += 1;
         let sql = format!("INSERT INTO bank.small VALUES ({})", writer * 1_000_000 + n);
         conn.execute(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
@@ -663,15 +654,3 @@ fn log_rows(node: Node) -> i64 {
     rows_in(node, "bank.log")
 }
 
-/// Where a server keeps the fragments of streaming transactions.
-const STREAMING_LOG: &str = "mysql.wsrep_streaming_log";
-
-/// Rows in `table` on `node`.
-fn rows_in(node: Node, table: &str) -> i64 {
-    let rows = node
-        .sql(&format!("SELECT COUNT(*) FROM {table}"))
-        .unwrap_or_else(|e| panic!("{}: counting {table}: {e}", node.name()));
-    let cell = rows.first().and_then(|r| r.first());
-    cell.and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("{}: COUNT(*) of {table} gave {rows:?}", node.name()))
-}

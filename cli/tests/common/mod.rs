@@ -170,6 +170,19 @@ pub fn start_node(node: Node) -> (Duration, bool) {
     (synced, joined)
 }
 
+/// Where a server keeps the fragments of streaming transactions.
+pub const STREAMING_LOG: &str = "mysql.wsrep_streaming_log";
+
+/// Rows in `table` on `node`.
+pub fn rows_in(node: Node, table: &str) -> i64 {
+    let rows = node
+        .sql(&format!("SELECT COUNT(*) FROM {table}"))
+        .unwrap_or_else(|e| panic!("{}: counting {table}: {e}", node.name()));
+    let cell = rows.first().and_then(|r| r.first());
+    cell.and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("{}: COUNT(*) of {table} gave {rows:?}", node.name()))
+}
+
 /// A whole number from the environment, or `default`.
 pub fn env_number(name: &str, default: u64) -> u64 {
     match std::env::var(name) {

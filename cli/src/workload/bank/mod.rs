@@ -18,7 +18,6 @@ mod worker;
 
 pub use check::{check, snapshot, verify, BankCheck, BankSnapshot};
 
-
 use super::converge::{self, Counters};
 use super::sql::Session;
 use super::{nodes_to_use, on_nodes, Bound, Divergence, Error, Latency, Result, Rng};

@@ -74,11 +74,10 @@ const RECONNECT_EVERY: Duration = Duration::from_millis(250);
 fn reconnect(node: Node, config: &BankConfig, bound: &Bound) -> Option<Session> {
     while !bound.reached() {
         std::thread::sleep(RECONNECT_EVERY);
-        let Ok(mut session) = Session::open(node, config.statement_timeout) else {
+        if node.status_var("wsrep_ready").ok().as_deref() != Some("ON") {
             continue;
-        };
-        let ready = session.rows("SHOW STATUS LIKE 'wsrep_ready'");
-        if ready.is_ok_and(|rows| rows.first().and_then(|r| r.get(1)).is_some_and(|v| v == "ON")) {
+        }
+        if let Ok(session) = Session::open(node, config.statement_timeout) {
             return Some(session);
         }
     }
