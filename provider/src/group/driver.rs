@@ -208,6 +208,7 @@ pub(crate) struct Driver {
     snapshots: super::snapshot_watch::SnapshotWatch,
     fc: FlowControl,
     cluster_lag: super::cluster_lag::ClusterLag,
+    arbitrator_hold: super::arbitrator_hold::ArbitratorHold,
     flow: Arc<FlowGate>,
     /// Members the transport is asked to keep links to.
     pub(super) peers: std::collections::BTreeSet<u64>,
@@ -350,6 +351,7 @@ impl Driver {
             snapshots: Default::default(),
             fc: FlowControl::default(),
             cluster_lag: Default::default(),
+            arbitrator_hold: Default::default(),
             flow,
             peers: Default::default(),
             departed: Vec::new(),
@@ -696,6 +698,11 @@ impl Driver {
                     self.cluster_lag.on_report(from, ms, self.clock.now());
                 }
             }
+            Frame::Hold(index) => {
+                if self.me.arbitrator && self.state.member_by_raft_id(from).is_some() {
+                    self.arbitrator_hold.on_word(index);
+                }
+            }
             Frame::Flow(signal) => {
                 // Only members may pause the group.
                 if self.state.member_by_raft_id(from).is_some() {
@@ -755,6 +762,23 @@ impl Driver {
         self.publish_flow();
         self.delivery.tick();
         self.report_lag(now);
+        self.tell_arbitrators(now);
+    }
+
+    /// A leader tells the arbitrators the lowest index a data voter has
+    /// matched, which their logs keep (see `arbitrator_hold`).
+    fn tell_arbitrators(&mut self, now: Instant) {
+        let raft = &self.incarnation.raw.raft;
+        if raft.state != StateRole::Leader {
+            return;
+        }
+        let members = self.state.members();
+        let arbitrators: Vec<u64> = members.iter().filter(|m| m.info.arbitrator && m.info.id != self.me.id).map(|m| m.info.id.raft_id()).collect();
+        let data_voters = members.iter().filter(|m| m.voter && !m.info.arbitrator);
+        let Some(lowest) = data_voters.filter_map(|m| raft.prs().get(m.info.id.raft_id())).map(|pr| pr.matched).min() else { return };
+        if !arbitrators.is_empty() && self.arbitrator_hold.due(lowest, now) {
+            self.send_frame(arbitrators, &Frame::Hold(lowest));
+        }
     }
 
     /// Sends this member's apply lag to the others when due, and
@@ -1427,7 +1451,11 @@ impl Driver {
         let keep = store.keep_from(applied, self.limits.log_keep.entries, self.limits.log_keep.bytes);
         let raft = &self.incarnation.raw.raft;
         if raft.state != StateRole::Leader {
-            return keep;
+            if !self.me.arbitrator {
+                return keep;
+            }
+            let bound = store.keep_from(applied, self.limits.log_hold.entries, self.limits.log_hold.bytes);
+            return self.arbitrator_hold.keep_from(keep, bound.min(keep));
         }
         let me = self.me.id.raft_id();
         // From the last entry a member has, not the first it lacks: the

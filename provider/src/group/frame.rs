@@ -35,6 +35,7 @@ const KIND_JOIN_ARBITRATOR: u8 = 9;
 const KIND_RELAY: u8 = 10;
 /// A join request from a `gcs.stateless` member (as `KIND_JOIN_ARBITRATOR`).
 const KIND_JOIN_STATELESS: u8 = 11;
+const KIND_HOLD: u8 = 12;
 
 #[derive(Debug, PartialEq)]
 pub(crate) enum Frame {
@@ -59,6 +60,9 @@ pub(crate) enum Frame {
     /// Appends for the receiver (the first) and for members of its
     /// segment, which it forwards (see `relay`).
     Relay(Vec<Message>),
+    /// The leader to an arbitrator: the lowest log index a data voter has
+    /// matched, which its log keeps (see `arbitrator_hold`).
+    Hold(u64),
 }
 
 #[derive(Debug, PartialEq)]
@@ -120,6 +124,10 @@ impl Frame {
                 encode_relay(msgs, &mut out)?;
                 KIND_RELAY
             }
+            Frame::Hold(index) => {
+                out.extend_from_slice(&index.to_le_bytes());
+                KIND_HOLD
+            }
             Frame::Commit(n) => {
                 out.extend_from_slice(&n.term.to_le_bytes());
                 out.extend_from_slice(&n.index.to_le_bytes());
@@ -151,6 +159,7 @@ impl Frame {
             KIND_COMMIT => decode_commit(&mut r).map_err(|e| FrameError::Malformed("commit notice", e))?,
             KIND_LAG => Frame::Lag(r.u32().map_err(|e| FrameError::Malformed("lag report", e))?),
             KIND_RELAY => decode_relay(&mut r)?,
+            KIND_HOLD => Frame::Hold(r.u64().map_err(|e| FrameError::Malformed("arbitrator's log hold", e))?),
             k => return Err(FrameError::Kind(k)),
         };
         r.end().map_err(|e| FrameError::Malformed("group frame", e))?;
@@ -250,6 +259,7 @@ pub(crate) fn every_frame() -> Vec<Frame> {
         Frame::Commit(CommitNotice { term: 3, index: 99, primary: false, component: Some(Component { former: Uuid([5; 16]), from: 943 }) }),
         Frame::Lag(1234),
         Frame::Relay(vec![m.clone(), Message { to: 3, term: 7, ..Default::default() }]),
+        Frame::Hold(81267),
     ]
 }
 
@@ -282,6 +292,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Frame::decode(12, &[]), Err(FrameError::Kind(12)));
+        assert_eq!(Frame::decode(13, &[]), Err(FrameError::Kind(13)));
     }
 }

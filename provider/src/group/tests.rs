@@ -788,6 +788,37 @@ fn with_an_arbitrator_the_leader_survives_its_follower_killed() {
     c.group.stop();
 }
 
+/// The trap of an arbitrator that compacts its log like a data member: the
+/// leader commits with the arbitrator alone while the other data member
+/// lags, then dies. The arbitrator leads (it holds entries the lagging
+/// member lacks, so it must), but gives no snapshots: only its log can
+/// bring that member up to date.
+#[test]
+fn an_arbitrator_keeps_what_a_lagging_data_member_lacks_and_passes_it_on_when_the_leader_dies() {
+    let (a, b, garb, _) = two_members_and_an_arbitrator();
+    // The leader's word on what b has reaches the arbitrator first.
+    std::thread::sleep(Duration::from_millis(600));
+    b.group.isolate(true);
+    // Several snapshots' worth (64 entries each in tests, 16 kept), well
+    // within the suspect timeout.
+    for i in 1..=300u64 {
+        a.group.propose(i, Bytes::copy_from_slice(&i.to_le_bytes())).unwrap();
+    }
+    assert_eq!(ordered_of(&a, 300).len(), 300, "committed by a and the arbitrator");
+    a.group.stop();
+    b.group.isolate(false);
+    let mut got = 0;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got < 300 && Instant::now() < deadline {
+        if let Ok(GroupEvent::Ordered { .. }) = b.rx.recv_timeout(Duration::from_millis(100)) {
+            got += 1;
+        }
+    }
+    assert_eq!(got, 300, "b received what only the arbitrator still held");
+    survivor_goes_on(&b, a.group.me().id, &garb);
+    b.group.stop();
+}
+
 #[test]
 fn an_arbitrator_that_stops_leaves_the_group_at_once() {
     let (a, b, garb, _) = two_members_and_an_arbitrator();
