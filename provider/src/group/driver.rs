@@ -209,6 +209,7 @@ pub(crate) struct Driver {
     fc: FlowControl,
     cluster_lag: super::cluster_lag::ClusterLag,
     arbitrator_hold: super::arbitrator_hold::ArbitratorHold,
+    answers: super::answers::Answers,
     flow: Arc<FlowGate>,
     /// Members the transport is asked to keep links to.
     pub(super) peers: std::collections::BTreeSet<u64>,
@@ -352,6 +353,7 @@ impl Driver {
             fc: FlowControl::default(),
             cluster_lag: Default::default(),
             arbitrator_hold: Default::default(),
+            answers: Default::default(),
             flow,
             peers: Default::default(),
             departed: Vec::new(),
@@ -839,8 +841,9 @@ impl Driver {
     }
 
     /// Raft's messages out: appends to another segment through one relay
-    /// there (see `relay`).
-    fn send(&mut self, msgs: Vec<Message>) {
+    /// there (see `relay`), less the answers that repeat (see `answers`).
+    fn send(&mut self, mut msgs: Vec<Message>) {
+        msgs.retain(|m| !self.answers.repeats(m));
         let relays = self.relays();
         let net = self.net.clone();
         // One segment (the usual case): no lookups per message.

@@ -7,6 +7,7 @@
 //! states. The node layer receives the result as [`GroupEvent`]s through
 //! its [`Delivery`]. Members talk over [`crate::transport`].
 
+mod answers;
 mod arbitrator_hold;
 pub(crate) mod commands;
 mod defrag;
