@@ -9,24 +9,9 @@
 mod common;
 
 use common::*;
-use lockstep_cli::cluster::{Node, Provider};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use lockstep_cli::cluster::Node;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// Our garbd is built in target/<profile>/, where liblockstep.so is (or
-/// one up: tests load the copy in deps/); Galera's is Debian's.
-fn garbd_for(provider_lib: &std::path::Path) -> PathBuf {
-    if matches!(multi_node_provider(), Provider::Galera) {
-        return PathBuf::from("/usr/bin/garbd");
-    }
-    let dir = provider_lib.parent().expect("the library's directory");
-    [dir.join("garbd"), dir.join("../garbd")]
-        .into_iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("no garbd next to {}: build it with `cargo build --release --workspace`", provider_lib.display()))
-}
 
 fn wait_size(node: Node, size: &str, within: Duration) {
     let deadline = Instant::now() + within;
@@ -44,15 +29,6 @@ fn goes_on_alone_with_garbd(survivor: Node, row: u32) {
     survivor.sql(&format!("INSERT INTO d.t VALUES ({row})")).unwrap_or_else(|e| panic!("{}: {e}", survivor.name()));
 }
 
-struct Garbd(Child);
-
-impl Drop for Garbd {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn with_garbd_either_of_two_data_nodes_survives_the_others_death() {
     let _turn = take_turn();
@@ -60,16 +36,8 @@ fn with_garbd_either_of_two_data_nodes_survives_the_others_death() {
     let cluster = up_first(spec, 2);
     let (n1, n2) = (cluster.node(1), cluster.node(2));
     let log = cluster.dir().join("garbd.log");
-    let garbd = Command::new(garbd_for(cluster.provider_path()))
-        .args(["--address", &format!("gcomm://127.0.0.1:{}", n1.ports().gcomm)])
-        .args(["--group", &cluster.spec().cluster_name])
-        // Node 3's ports, which no server uses here.
-        .args(["--options", &format!("gmcast.listen_addr=tcp://127.0.0.1:{}", cluster.node(3).ports().gcomm)])
-        .args(["--log", &log.display().to_string()])
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("garbd starts");
-    let mut garbd = Garbd(garbd);
+    // Node 3's ports, which no server uses here.
+    let mut garbd = start_garbd(&cluster, n1, cluster.node(3).ports().gcomm, &log);
     wait_size(n1, "3", Duration::from_secs(30));
     n1.sql("CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY)").unwrap();
     n2.sql("INSERT INTO d.t VALUES (1)").unwrap();

@@ -18,8 +18,10 @@
 //! Minutes of load, so it is not in the default run:
 //! `cargo test --release -p lockstep-cli --test chaos -- --ignored --nocapture`.
 //! Environment, besides common's:
+//! - `LOCKSTEP_TEST_CHAOS_GARBD=1`: two data nodes and garbd, the
+//!   deployment an arbitrator exists for (garbd is never a victim);
 //! - `LOCKSTEP_TEST_CHAOS_SECS`: how long victims are taken (default 180);
-//! - `LOCKSTEP_TEST_BANK_WORKERS`: bank workers over the 3 nodes (default 9);
+//! - `LOCKSTEP_TEST_BANK_WORKERS`: bank workers over the data nodes (default 9);
 //! - `LOCKSTEP_TEST_SEED`: the seed of the load and of the victims.
 
 mod common;
@@ -30,7 +32,8 @@ use lockstep_cli::workload::{bank, Rng};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-const NODES: usize = 3;
+/// Members of the group: data nodes, or two and garbd.
+const MEMBERS: usize = 3;
 
 /// Rows per streaming batch, and per fragment: a batch is tens of
 /// fragments, so a kill lands in the middle of one more often than not.
@@ -47,9 +50,16 @@ fn kills_and_restarts_under_load_lose_nothing_and_diverge_nowhere() {
     let _turn = take_turn();
     let seed = test_seed();
     let chaos_for = env_secs("LOCKSTEP_TEST_CHAOS_SECS", 180);
-    let mut spec = spec("chaos", 30, NODES);
+    let arbitrators = usize::from(env_number("LOCKSTEP_TEST_CHAOS_GARBD", 0) > 0);
+    let mut spec = spec("chaos", 30, MEMBERS - arbitrators);
     spec.start_timeout = Duration::from_secs(180);
-    let cluster = up(spec);
+    let cluster = Chaos { cluster: up(spec), arbitrators };
+    // The ports of the node garbd stands for, which no server uses.
+    let _garbd = (arbitrators > 0).then(|| {
+        let garbd = start_garbd(&cluster.cluster, cluster.node(1), cluster.spec().ports(MEMBERS).gcomm, &cluster.dir().join("garbd.log"));
+        cluster.wait_synced().unwrap_or_else(|e| panic!("garbd did not join: {e}"));
+        garbd
+    });
     let config = bank::BankConfig {
         workers: env_number("LOCKSTEP_TEST_BANK_WORKERS", 9) as usize,
         // The chaos ends the load; this only bounds a hung one.
@@ -73,7 +83,7 @@ fn kills_and_restarts_under_load_lose_nothing_and_diverge_nowhere() {
     let run = run.unwrap_or_else(|e| panic!("bank load (seed {seed}): {e}"));
     eprintln!("{}", run.summary());
     eprintln!("{} outages; streaming batches: {batches}", outages.len());
-    cluster.wait_synced(SYNC_TIMEOUT).unwrap_or_else(|e| panic!("after the chaos: {e}"));
+    cluster.wait_synced().unwrap_or_else(|e| panic!("after the chaos: {e}"));
     for lost in &run.lost {
         assert_during_outage(&outages, lost.node, lost.at, &lost.error);
     }
@@ -84,6 +94,31 @@ fn kills_and_restarts_under_load_lose_nothing_and_diverge_nowhere() {
         .unwrap_or_else(|e| panic!("bank check (seed {seed}): {e}"));
     eprintln!("bank: {} transfers identical on all {} nodes", check.log_rows, check.nodes);
     check_batches(&cluster, &batches);
+}
+
+/// The cluster's data nodes, and how many garbd members the group has
+/// besides.
+struct Chaos {
+    cluster: TestCluster,
+    arbitrators: usize,
+}
+
+impl std::ops::Deref for Chaos {
+    type Target = Cluster;
+    fn deref(&self) -> &Cluster {
+        &self.cluster
+    }
+}
+
+impl Chaos {
+    fn wait_synced(&self) -> lockstep_cli::cluster::Result<()> {
+        self.cluster.wait_synced_with_arbitrators(SYNC_TIMEOUT, self.arbitrators)
+    }
+
+    /// A data node picked by `rng`.
+    fn pick(&self, rng: &mut Rng) -> Node<'_> {
+        self.node(rng.between(1, self.spec().nodes as i64) as usize)
+    }
 }
 
 /// One node down, from its kill or stop until it was Synced again.
@@ -97,13 +132,13 @@ struct Outage {
 /// which, the leader as likely as another) runs a few seconds more, dies
 /// (SIGKILL or SIGTERM), stays down a few seconds, and starts again; the
 /// next victim only once the whole cluster is Synced.
-fn take_victims(cluster: &Cluster, seed: u64, chaos_for: Duration) -> Vec<Outage> {
+fn take_victims(cluster: &Chaos, seed: u64, chaos_for: Duration) -> Vec<Outage> {
     let mut rng = Rng::new(seed ^ 0xc4a05);
     let started = Instant::now();
     let mut outages = Vec::new();
     while started.elapsed() < chaos_for {
         std::thread::sleep(Duration::from_secs(rng.between(3, 10) as u64));
-        let node = cluster.node(rng.between(1, NODES as i64) as usize);
+        let node = cluster.pick(&mut rng);
         let kill = rng.below(3) > 0;
         let began = Instant::now();
         eprintln!(
@@ -117,7 +152,7 @@ fn take_victims(cluster: &Cluster, seed: u64, chaos_for: Duration) -> Vec<Outage
         std::thread::sleep(Duration::from_secs(rng.between(1, 8) as u64));
         let (took, transferred) = start_node(node);
         cluster
-            .wait_synced(SYNC_TIMEOUT)
+            .wait_synced()
             .unwrap_or_else(|e| panic!("after {} came back: {e}", node.name()));
         eprintln!(
             "[{:6.1}s] {}: Synced again in {:.1}s ({})",
@@ -186,12 +221,12 @@ impl std::fmt::Display for Batches {
 
 /// Streaming transactions (a fragment every [`FRAGMENT_ROWS`] rows) of
 /// [`BATCH_ROWS`] rows each, on a node picked by the seed, until `stop`.
-fn stream_batches(cluster: &Cluster, seed: u64, stop: &AtomicBool) -> Batches {
+fn stream_batches(cluster: &Chaos, seed: u64, stop: &AtomicBool) -> Batches {
     let mut rng = Rng::new(seed ^ 0x5742);
     let mut batches = Batches::default();
     let mut batch = 0;
     while !stop.load(Ordering::Relaxed) {
-        let node = cluster.node(rng.between(1, NODES as i64) as usize);
+        let node = cluster.pick(&mut rng);
         if !node.is_running() || node.status_var("wsrep_ready").ok().as_deref() != Some("ON") {
             std::thread::sleep(Duration::from_millis(200));
             continue;

@@ -221,9 +221,15 @@ impl Cluster {
     /// Waits until every running node is Synced and sees all running nodes
     /// in its primary component.
     pub fn wait_synced(&self, timeout: Duration) -> Result<()> {
+        self.wait_synced_with_arbitrators(timeout, 0)
+    }
+
+    /// As `wait_synced`, with `arbitrators` garbd members (not nodes of
+    /// this cluster) in the component too.
+    pub fn wait_synced_with_arbitrators(&self, timeout: Duration, arbitrators: usize) -> Result<()> {
         let deadline = Instant::now() + timeout;
         let running = self.running_nodes();
-        let size = running.len() as i64;
+        let size = (running.len() + arbitrators) as i64;
         for index in running {
             let left = deadline.saturating_duration_since(Instant::now());
             let what = format!("Synced with {}={size}", ServerVar::ClusterSize.shown());

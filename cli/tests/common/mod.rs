@@ -229,3 +229,40 @@ impl Drop for StopOnDrop<'_> {
         self.0.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
+
+/// Our garbd is built in target/<profile>/, where liblockstep.so is (or
+/// one up: tests load the copy in deps/); Galera's is Debian's.
+fn garbd_for(provider_lib: &std::path::Path) -> PathBuf {
+    if matches!(multi_node_provider(), Provider::Galera) {
+        return PathBuf::from("/usr/bin/garbd");
+    }
+    let dir = provider_lib.parent().expect("the library's directory");
+    [dir.join("garbd"), dir.join("../garbd")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("no garbd next to {}: build it with `cargo build --release --workspace`", provider_lib.display()))
+}
+
+/// A garbd this test started; killed (SIGKILL) when dropped.
+pub struct Garbd(pub std::process::Child);
+
+impl Drop for Garbd {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts garbd in `cluster`'s group through `peer`, listening on `port`
+/// (one no node of the cluster uses), logging to `log`.
+pub fn start_garbd(cluster: &Cluster, peer: Node, port: u16, log: &std::path::Path) -> Garbd {
+    let child = std::process::Command::new(garbd_for(cluster.provider_path()))
+        .args(["--address", &format!("gcomm://127.0.0.1:{}", peer.ports().gcomm)])
+        .args(["--group", &cluster.spec().cluster_name])
+        .args(["--options", &format!("gmcast.listen_addr=tcp://127.0.0.1:{port}")])
+        .args(["--log", &log.display().to_string()])
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("garbd starts");
+    Garbd(child)
+}
