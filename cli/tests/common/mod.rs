@@ -261,6 +261,8 @@ pub fn start_garbd(cluster: &Cluster, peer: Node, port: u16, log: &std::path::Pa
         .args(["--group", &cluster.spec().cluster_name])
         .args(["--options", &format!("gmcast.listen_addr=tcp://127.0.0.1:{port}")])
         .args(["--log", &log.display().to_string()])
+        // Where its gvwstate.dat goes (Galera's garbd writes one).
+        .args(["--workdir", &cluster.dir().display().to_string()])
         .stdin(std::process::Stdio::null())
         .spawn()
         .expect("garbd starts");
