@@ -776,9 +776,12 @@ impl Driver {
         }
         let members = self.state.members();
         let arbitrators: Vec<u64> = members.iter().filter(|m| m.info.arbitrator && m.info.id != self.me.id).map(|m| m.info.id.raft_id()).collect();
+        if arbitrators.is_empty() {
+            return;
+        }
         let data_voters = members.iter().filter(|m| m.voter && !m.info.arbitrator);
         let Some(lowest) = data_voters.filter_map(|m| raft.prs().get(m.info.id.raft_id())).map(|pr| pr.matched).min() else { return };
-        if !arbitrators.is_empty() && self.arbitrator_hold.due(lowest, now) {
+        if self.arbitrator_hold.due(lowest, now) {
             self.send_frame(arbitrators, &Frame::Hold(lowest));
         }
     }
@@ -841,9 +844,12 @@ impl Driver {
     }
 
     /// Raft's messages out: appends to another segment through one relay
-    /// there (see `relay`), less the answers that repeat (see `answers`).
+    /// there (see `relay`), less the answers that repeat (see `answers`)
+    /// and the appends of a commit index alone that another append in
+    /// the batch carries (see `commit_only`).
     fn send(&mut self, mut msgs: Vec<Message>) {
         msgs.retain(|m| !self.answers.repeats(m));
+        super::commit_only::fold(&mut msgs);
         let relays = self.relays();
         let net = self.net.clone();
         // One segment (the usual case): no lookups per message.
