@@ -28,9 +28,9 @@ pub const REPEAT: Duration = Duration::from_secs(1);
 pub struct ArbitratorHold {
     /// On the leader: the index last told, and when.
     told: Option<(u64, Instant)>,
-    /// On an arbitrator: the index last heard (none yet: hold all the
-    /// bound allows).
-    heard: Option<u64>,
+    /// On an arbitrator: the index last heard (0 before any: hold all
+    /// the bound allows).
+    heard: u64,
 }
 
 impl ArbitratorHold {
@@ -46,17 +46,13 @@ impl ArbitratorHold {
 
     /// Arbitrator: a member's word.
     pub fn on_word(&mut self, lowest: u64) {
-        self.heard = Some(lowest);
+        self.heard = lowest;
     }
 
-    /// Arbitrator: the first entry to keep, given the first a data
-    /// member would keep (`keep`) and the first the hold's bound keeps
-    /// (`bound`, at most `keep`).
-    pub fn keep_from(&self, keep: u64, bound: u64) -> u64 {
-        debug_assert!(bound <= keep);
-        // From the last entry the member has, not the first it lacks
-        // (see `Driver::keep_from`).
-        keep.min(self.heard.map_or(bound, |lowest| lowest.max(bound)))
+    /// Arbitrator: the last entry the data voter furthest behind has,
+    /// for its log to keep (within the bound `Driver::keep_from` sets).
+    pub fn lowest(&self) -> u64 {
+        self.heard
     }
 }
 
@@ -76,13 +72,12 @@ mod tests {
     }
 
     #[test]
-    fn an_arbitrator_keeps_from_the_lowest_match_within_the_bound() {
+    fn an_arbitrator_keeps_from_the_latest_word_and_all_it_may_before_one() {
         let mut hold = ArbitratorHold::default();
-        assert_eq!(hold.keep_from(900, 100), 100, "nothing heard: all the bound allows");
+        assert_eq!(hold.lowest(), 0, "nothing heard: all the bound allows");
         hold.on_word(500);
-        assert_eq!(hold.keep_from(900, 100), 500);
-        assert_eq!(hold.keep_from(400, 100), 400, "everyone has more than a data member keeps");
+        assert_eq!(hold.lowest(), 500);
         hold.on_word(50);
-        assert_eq!(hold.keep_from(900, 100), 100, "never past the bound");
+        assert_eq!(hold.lowest(), 50, "a later word from another leader, lower: it holds more");
     }
 }

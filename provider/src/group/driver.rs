@@ -1453,24 +1453,12 @@ impl Driver {
     }
 
     /// The first entry to keep behind a snapshot at `applied`: a few, and
-    /// on a leader also those a member has not matched yet, within
+    /// also those a member still lacks (see `lowest_needed`), within
     /// `log_hold`.
     fn keep_from(&self, applied: u64) -> u64 {
         let store = self.incarnation.raw.store();
         let keep = store.keep_from(applied, self.limits.log_keep.entries, self.limits.log_keep.bytes);
-        let raft = &self.incarnation.raw.raft;
-        if raft.state != StateRole::Leader {
-            if !self.me.arbitrator {
-                return keep;
-            }
-            let bound = store.keep_from(applied, self.limits.log_hold.entries, self.limits.log_hold.bytes);
-            return self.arbitrator_hold.keep_from(keep, bound.min(keep));
-        }
-        let me = self.me.id.raft_id();
-        // From the last entry a member has, not the first it lacks: the
-        // next append to it carries that entry's term, which a compacted
-        // log cannot give, and raft-rs would send a snapshot instead.
-        let Some(has) = raft.prs().iter().filter(|(id, _)| **id != me).map(|(_, pr)| pr.matched).min() else { return keep };
+        let Some(has) = self.lowest_needed() else { return keep };
         if has >= keep {
             // Everyone has what goes (the usual case): no need to walk
             // the log for the hold's bound.
@@ -1478,6 +1466,23 @@ impl Driver {
         }
         let hold = store.keep_from(applied, self.limits.log_hold.entries, self.limits.log_hold.bytes);
         keep.min(has.max(hold))
+    }
+
+    /// The last entry the member furthest behind has, whose log this
+    /// member must keep for it: on a leader, every other member's; on an
+    /// arbitrator, the data voters' as its leader told it (see
+    /// `arbitrator_hold`); a data follower keeps none (the leader sends a
+    /// snapshot). From the last entry a member has, not the first it
+    /// lacks: the next append to it carries that entry's term, which a
+    /// compacted log cannot give, and raft-rs would send a snapshot
+    /// instead.
+    fn lowest_needed(&self) -> Option<u64> {
+        let raft = &self.incarnation.raw.raft;
+        if raft.state == StateRole::Leader {
+            let me = self.me.id.raft_id();
+            return raft.prs().iter().filter(|(id, _)| **id != me).map(|(_, pr)| pr.matched).min();
+        }
+        self.me.arbitrator.then(|| self.arbitrator_hold.lowest())
     }
 
     /// Events of an entry at `index` from `from` on: up to our removal
