@@ -122,7 +122,6 @@ impl OptionSpec {
             "evs.auto_evict" | "evs.delay_margin" | "evs.delayed_keep_period" | "evs.evict" => {
                 "no delayed list: a member that stops answering is removed after evs.suspect_timeout"
             }
-            "gcache.page_size" | "gcache.keep_pages_size" => "no overflow pages: a write set larger than the ring buffer (gcache.size) is not cached",
             "gcache.mem_size" => "deprecated by Galera; the cache is the ring buffer file alone",
             "gcs.max_packet_size" => "lockstep cuts big write sets in pieces of its own (1 MiB Raft entries)",
             "gcs.recv_q_hard_limit" | "gcs.recv_q_soft_limit" => "the receive queue is bounded by flow control (gcs.fc_limit, lockstep.max_lag_ms)",
@@ -320,14 +319,14 @@ registry! {
     GcacheDir GCACHE_DIR StrKey = "gcache.dir", STR, DERIVED, Static, Verbatim, false, true,
         "Directory of the write-set cache; base_dir by default";
     GcacheKeepPagesSize GCACHE_KEEP_PAGES_SIZE IntKey = "gcache.keep_pages_size", int(0, MAX),
-        shown("0"), Dynamic, CanonicalAtRuntime, false, false,
+        shown("0"), Dynamic, CanonicalAtRuntime, false, true,
         "Total size of overflow pages kept for IST";
     GcacheMemSize GCACHE_MEM_SIZE IntKey = "gcache.mem_size", int(0, MAX), shown("0"),
         Dynamic, CanonicalAtRuntime, false, false, "Size of the in-memory cache (deprecated in Galera docs)";
     GcacheName GCACHE_NAME StrKey = "gcache.name", STR, shown("galera.cache"), Static, Verbatim,
         false, true, "File name of the ring buffer (relative to gcache.dir)";
     GcachePageSize GCACHE_PAGE_SIZE IntKey = "gcache.page_size", int(0, MAX), shown("128M"),
-        Dynamic, CanonicalAtRuntime, false, false, "Size of overflow page files";
+        Dynamic, CanonicalAtRuntime, false, true, "Size of overflow page files";
     GcacheRecover GCACHE_RECOVER BoolKey = "gcache.recover", BOOL, shown("yes"), Static,
         Verbatim, false, true, "Recover the write-set cache at startup so IST can serve from it";
     GcacheSize GCACHE_SIZE IntKey = "gcache.size", int(0, MAX), shown("128M"), Static,
@@ -607,7 +606,9 @@ mod tests {
                 "evs.stats_report_period",
                 "evs.suspect_timeout",
                 "gcache.dir",
+                "gcache.keep_pages_size",
                 "gcache.name",
+                "gcache.page_size",
                 "gcache.recover",
                 "gcache.size",
                 "gcs.fc_factor",

@@ -14,9 +14,10 @@
 //! allocated (`ring::Medium::mapped`); else it is written with pwrite.
 //! The newest seqnos are always kept, the oldest overwritten first. The
 //! file survives a restart (`gcache.recover`, `open.rs`): a restarted node
-//! can still serve IST for what it had cached. Galera's overflow pages
-//! (`gcache.page_size`, files for writesets that do not fit the ring) are
-//! not implemented: a writeset larger than the whole ring is not cached.
+//! can still serve IST for what it had cached. A record larger than the
+//! whole ring goes to an overflow page instead, as with Galera
+//! (`gcache.page_size`, `gcache.keep_pages_size`; `page.rs`); pages do
+//! not survive a restart.
 //!
 //! Within one history a seqno that committed anywhere always stands for
 //! the same thing (total order): a restarted node keeps what it cached up
@@ -25,6 +26,7 @@
 //! only rewrites it.
 
 mod open;
+mod page;
 pub(crate) mod record;
 mod ring;
 mod run;
@@ -35,6 +37,7 @@ use bytes::Bytes;
 
 use crate::gtid::{Seqno, Uuid};
 use crate::log;
+use page::Pages;
 use record::{record_size, Kind};
 use ring::{Medium, Placed, Ring};
 use run::{Run, Slot};
@@ -60,6 +63,8 @@ impl Cached {
 
 pub struct Gcache {
     ring: Ring,
+    /// Where records larger than the ring go.
+    pages: Pages,
     /// The file, or "memory", for log lines.
     place: String,
     /// What `range` serves.
@@ -67,9 +72,9 @@ pub struct Gcache {
     /// Seqnos kept below a hole that this node's own state transfer fills
     /// ([`Gcache::continue_after`]); `run` then starts right after it.
     below: Option<Below>,
-    /// A record too large for the ring was logged, and nothing was cached
-    /// since (one line for a series of them).
-    oversize_noted: bool,
+    /// A record that could not be cached was logged, and nothing was
+    /// cached since (one line for a series of them).
+    uncached_noted: bool,
 }
 
 #[derive(Debug)]
@@ -80,10 +85,11 @@ struct Below {
 }
 
 /// Seqnos looked up under the cache's lock, to be read from the ring
-/// without it (a large range takes a while to read).
+/// and the pages without it (a large range takes a while to read).
 pub struct Plan {
-    medium: Arc<Medium>,
-    nonce: u64,
+    /// The ring's medium and nonce, then each page's by its id.
+    ring: (Arc<Medium>, u64),
+    pages: Vec<(u64, Arc<Medium>, u64)>,
     slots: Vec<(Seqno, Slot)>,
 }
 
@@ -91,11 +97,16 @@ impl Gcache {
     /// A cache in memory only (tests; and a node whose file cannot be
     /// used).
     pub fn in_memory(size: usize) -> Gcache {
-        Gcache::with_ring(Ring::in_memory(size as u64, Uuid::NIL), "memory".into(), Run::default())
+        Gcache::with_ring(Ring::in_memory(size as u64, Uuid::NIL), Pages::new(None), "memory".into(), Run::default())
     }
 
-    fn with_ring(ring: Ring, place: String, run: Run) -> Gcache {
-        Gcache { ring, place, run, below: None, oversize_noted: false }
+    fn with_ring(ring: Ring, pages: Pages, place: String, run: Run) -> Gcache {
+        Gcache { ring, pages, place, run, below: None, uncached_noted: false }
+    }
+
+    /// `gcache.page_size` and `gcache.keep_pages_size`.
+    pub fn set_pages(&mut self, page_size: u64, keep_size: u64) {
+        self.pages.configure(page_size, keep_size);
     }
 
     /// The history the cached seqnos belong to.
@@ -186,7 +197,8 @@ impl Gcache {
         }
         let dropped = self.run.slots(seqno + 1, last).unwrap_or_default();
         self.run.truncate_from(seqno + 1);
-        for (_, slot) in dropped {
+        // Pages are not recovered: only the ring's records need erasing.
+        for (_, slot) in dropped.into_iter().filter(|(_, slot)| slot.page.is_none()) {
             if let Err(e) = self.ring.erase(slot.offset) {
                 return self.lose_file(e);
             }
@@ -200,41 +212,61 @@ impl Gcache {
     fn reset(&mut self, history: Uuid) {
         self.run = Run::default();
         self.below = None;
+        self.pages.reset(&mut Vec::new());
         if let Err(e) = self.ring.reset(history) {
             self.lose_file(e);
         }
     }
 
-    /// Writes one record; None when it is not cached (too large for the
-    /// ring, or the file failed).
+    /// Writes one record, to the ring or, when it is larger than the
+    /// whole ring, to an overflow page; None when it is not cached (the
+    /// file failed, or a payload beyond a record's u32 length).
     fn write(&mut self, seqno: Seqno, item: &Cached) -> Option<Slot> {
         let (kind, certified, payload): (Kind, bool, &[u8]) = match item {
             Cached::Writeset { payload, certified } => (Kind::Writeset, *certified, payload),
             Cached::View { conf } => (Kind::View, false, conf),
         };
-        if payload.len() > u32::MAX as usize || record_size(payload.len()) > self.ring.capacity() {
-            if !std::mem::replace(&mut self.oversize_noted, true) {
-                log::info!(
-                    "seqno {} ({} bytes) is larger than the whole gcache ring buffer ({} bytes): not cached, the cache starts afresh after it",
-                    seqno,
-                    payload.len(),
-                    self.ring.capacity()
-                );
+        let len = u32::try_from(payload.len()).ok();
+        let slot = match len {
+            None => Err(std::io::Error::other("larger than a gcache record can be")),
+            Some(_) if record_size(payload.len()) > self.ring.capacity() => self.write_page(seqno, kind, certified, payload),
+            Some(_) => self.write_ring(seqno, kind, certified, payload),
+        };
+        match slot {
+            Ok(slot) => {
+                self.uncached_noted = false;
+                Some(slot)
             }
-            return None;
+            Err(e) => {
+                if !std::mem::replace(&mut self.uncached_noted, true) {
+                    log::error!("gcache: seqno {} ({} bytes) not cached: {}; the cache starts afresh after it", seqno, payload.len(), e);
+                }
+                None
+            }
         }
+    }
+
+    fn write_ring(&mut self, seqno: Seqno, kind: Kind, certified: bool, payload: &[u8]) -> std::io::Result<Slot> {
         let mut evicted = Vec::new();
         match self.ring.write(seqno, kind, certified, payload, &mut evicted) {
             Ok(offset) => {
                 evicted.into_iter().for_each(|p| self.evict(p));
-                self.oversize_noted = false;
-                Some(Slot { offset, len: payload.len() as u32, kind, certified })
+                Ok(Slot { page: None, offset, len: payload.len() as u32, kind, certified })
             }
             Err(e) => {
+                let note = format!("the ring buffer {} failed: {}", self.place, e);
                 self.lose_file(e);
-                None
+                Err(std::io::Error::other(note))
             }
         }
+    }
+
+    fn write_page(&mut self, seqno: Seqno, kind: Kind, certified: bool, payload: &[u8]) -> std::io::Result<Slot> {
+        let mut dropped = Vec::new();
+        let written = self.pages.write(seqno, kind, certified, payload, &mut dropped);
+        dropped.into_iter().for_each(|page| self.evict_page(page));
+        let (page, offset) = written?;
+        Ok(Slot { page: Some(page), offset, len: payload.len() as u32, kind, certified })
     }
 
     /// The ring overwrote `p`: the seqnos up to it leave the cache (older
@@ -245,6 +277,21 @@ impl Gcache {
             self.below = None;
         } else if let Some(below) = self.below.as_mut().filter(|b| b.run.holds(p.seqno, p.offset)) {
             below.run.drop_through(p.seqno);
+        }
+    }
+
+    /// Overflow page `page` was deleted: the seqnos up to the newest it
+    /// held leave the cache (older ones too, so that what remains has no
+    /// gap).
+    fn evict_page(&mut self, page: u64) {
+        if let Some(seqno) = self.run.last_in_page(page) {
+            self.run.drop_through(seqno);
+            self.below = None;
+        }
+        if let Some(below) = self.below.as_mut() {
+            if let Some(seqno) = below.run.last_in_page(page) {
+                below.run.drop_through(seqno);
+            }
         }
     }
 
@@ -264,7 +311,10 @@ impl Gcache {
     /// memory rather than stop the node.
     fn lose_file(&mut self, e: std::io::Error) {
         log::error!("gcache ring buffer {}: {}; the cache goes on in memory (a restart of this node will not find it)", self.place, e);
-        *self = Gcache::with_ring(Ring::in_memory(self.ring.size(), self.ring.history()), "memory".into(), Run::default());
+        self.run = Run::default();
+        self.below = None;
+        self.ring = Ring::in_memory(self.ring.size(), self.ring.history());
+        self.place = "memory".into();
     }
 
     pub fn first(&self) -> Option<Seqno> {
@@ -275,7 +325,7 @@ impl Gcache {
         self.run.last()
     }
 
-    /// Ring bytes of the cached records.
+    /// Bytes of the cached records (ring and pages).
     pub fn bytes(&self) -> usize {
         self.run.bytes() as usize
     }
@@ -283,7 +333,17 @@ impl Gcache {
     /// Where seqnos `from..=to` are, if the cache holds all of them.
     pub fn plan(&self, from: Seqno, to: Seqno) -> Option<Plan> {
         let slots = self.run.slots(from, to)?;
-        Some(Plan { medium: self.ring.medium(), nonce: self.ring.nonce(), slots })
+        let mut pages: Vec<(u64, Arc<Medium>, u64)> = Vec::new();
+        for id in slots.iter().filter_map(|(_, slot)| slot.page) {
+            if pages.last().is_none_or(|p| p.0 != id) {
+                // Deleting a page evicts what it held from the run.
+                let page = self.pages.page(id);
+                debug_assert!(page.is_some(), "page {} is gone but the run holds its records", id);
+                let page = page?;
+                pages.push((id, page.medium.clone(), page.nonce));
+            }
+        }
+        Some(Plan { ring: (self.ring.medium(), self.ring.nonce()), pages, slots })
     }
 
     /// Seqnos `from..=to`, if the cache holds all of them.
@@ -301,7 +361,11 @@ impl Plan {
 
     fn try_read(&self) -> Result<Vec<(Seqno, Cached)>, String> {
         let read_one = |&(seqno, slot): &(Seqno, Slot)| {
-            let (header, payload) = ring::read(&self.medium, self.nonce, slot.offset, seqno, slot.len)?;
+            let (medium, nonce) = match slot.page {
+                None => (&self.ring.0, self.ring.1),
+                Some(id) => self.pages.iter().find(|p| p.0 == id).map(|p| (&p.1, p.2)).expect("planned"),
+            };
+            let (header, payload) = ring::read(medium, nonce, slot.offset, seqno, slot.len)?;
             let item = match header.kind {
                 Kind::View => Cached::View { conf: payload },
                 Kind::Writeset => Cached::Writeset { payload, certified: header.certified },

@@ -14,6 +14,7 @@ use std::path::Path;
 use super::record::{FileHeader, FILE_HEADER};
 use super::ring::{self, Found, Medium, Ring};
 use super::run::{Run, Slot};
+use super::page::Pages;
 use super::Gcache;
 use crate::gtid::{Seqno, Uuid};
 use crate::log;
@@ -24,13 +25,14 @@ impl Gcache {
     pub fn open(path: &Path, size: usize, recover: bool) -> Gcache {
         let size = (size as u64).max(FILE_HEADER);
         let place = path.display().to_string();
+        let pages = Pages::in_dir(path.parent().unwrap_or(Path::new(".")));
         let file = match OpenOptions::new().read(true).write(true).create(true).mode(0o600).open(path) {
             Ok(f) => f,
             Err(e) => return Gcache::without_file(&place, size, e),
         };
         let why = match recover {
             true => match recover_file(&file, size) {
-                Ok((header, found)) => return Gcache::recovered(Medium::mapped(file, size), place, header, found),
+                Ok((header, found)) => return Gcache::recovered(Medium::mapped(file, size), pages, place, header, found),
                 Err(why) => why,
             },
             false => "gcache.recover is off".to_string(),
@@ -38,7 +40,7 @@ impl Gcache {
         // A note, as with Galera: a new node has no file to recover.
         log::info!("Skipped GCache ring buffer recovery: {}", why);
         match fresh(file, size) {
-            Ok(ring) => Gcache::with_ring(ring, place, Run::default()),
+            Ok(ring) => Gcache::with_ring(ring, pages, place, Run::default()),
             Err(e) => Gcache::without_file(&place, size, e),
         }
     }
@@ -49,12 +51,12 @@ impl Gcache {
     }
 
     /// The longest gap-free run that ends at the highest seqno found.
-    fn recovered(medium: Medium, place: String, header: FileHeader, found: Vec<Found>) -> Gcache {
+    fn recovered(medium: Medium, pages: Pages, place: String, header: FileHeader, found: Vec<Found>) -> Gcache {
         let newest = found.iter().max_by_key(|f| f.header.serial).copied();
         let kept = gap_free_tail(&found);
         let mut run = Run::default();
         for f in &kept {
-            let slot = Slot { offset: f.offset, len: f.header.len, kind: f.header.kind, certified: f.header.certified };
+            let slot = Slot { page: None, offset: f.offset, len: f.header.len, kind: f.header.kind, certified: f.header.certified };
             run.push(f.header.seqno, slot);
         }
         match (run.first(), run.last()) {
@@ -69,7 +71,7 @@ impl Gcache {
             _ => log::info!("Recovering GCache ring buffer: no seqnos of history {}", header.history),
         }
         let ring = Ring::resume(medium, header, newest.as_ref(), &kept);
-        Gcache::with_ring(ring, place, run)
+        Gcache::with_ring(ring, pages, place, run)
     }
 }
 

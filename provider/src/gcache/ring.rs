@@ -213,8 +213,7 @@ impl Ring {
         }
         let offset = if wraps { FILE_HEADER } else { self.head };
         let header = RecordHeader { seqno, serial: self.next_serial, kind, certified, len: payload.len() as u32 };
-        self.medium.write_at(&header.encode(self.header.nonce, payload), offset)?;
-        self.medium.write_at(payload, offset + RECORD_HEADER as u64)?;
+        write_record(&self.medium, self.header.nonce, offset, &header, payload)?;
         self.next_serial += 1;
         self.head = offset + size;
         if self.head >= self.header.size {
@@ -240,7 +239,13 @@ impl Ring {
     }
 }
 
-fn random_nonce() -> u64 {
+/// A record, header then payload, at `offset` of `medium`.
+pub(super) fn write_record(medium: &Medium, nonce: u64, offset: u64, header: &RecordHeader, payload: &[u8]) -> io::Result<()> {
+    medium.write_at(&header.encode(nonce, payload), offset)?;
+    medium.write_at(payload, offset + RECORD_HEADER as u64)
+}
+
+pub(super) fn random_nonce() -> u64 {
     let bytes = Uuid::random().0;
     u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"))
 }

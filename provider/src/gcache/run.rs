@@ -8,6 +8,9 @@ use crate::gtid::Seqno;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slot {
+    /// The overflow page that holds the record (`page.rs`); None: the
+    /// ring.
+    pub page: Option<u64>,
     pub offset: u64,
     pub len: u32,
     pub kind: Kind,
@@ -24,7 +27,7 @@ impl Slot {
 pub struct Run {
     first: Seqno,
     slots: VecDeque<Slot>,
-    /// Ring bytes of the records in the run.
+    /// Bytes of the records in the run (ring and pages).
     bytes: u64,
 }
 
@@ -54,9 +57,15 @@ impl Run {
         (i < self.slots.len()).then_some(i)
     }
 
-    /// Whether the run's record of `seqno` is the one at `offset`.
+    /// Whether the run's record of `seqno` is the ring's at `offset`.
     pub fn holds(&self, seqno: Seqno, offset: u64) -> bool {
-        self.index(seqno).is_some_and(|i| self.slots[i].offset == offset)
+        self.index(seqno).is_some_and(|i| self.slots[i].page.is_none() && self.slots[i].offset == offset)
+    }
+
+    /// The newest seqno whose record is in overflow page `page`.
+    pub fn last_in_page(&self, page: u64) -> Option<Seqno> {
+        let i = self.slots.iter().rposition(|s| s.page == Some(page))?;
+        Some(self.first + i as Seqno)
     }
 
     /// Appends the seqno that follows the last one (any, when empty).

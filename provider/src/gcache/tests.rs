@@ -119,17 +119,75 @@ fn a_seqno_held_already_replaces_everything_from_it_on() {
 }
 
 #[test]
-fn a_record_larger_than_the_ring_is_not_cached() {
+fn a_record_larger_than_the_ring_goes_to_an_overflow_page_and_is_served() {
     let mut g = Gcache::in_memory(ring_size(2, 100));
     g.push(1, ws(100, 1));
     g.push(2, ws(100, 2));
     g.push(3, ws(500, 3));
-    assert_eq!(seqnos(&g), (None, None), "afresh: no gap-free run holds 3");
     g.push(4, ws(100, 4));
-    assert_eq!(seqnos(&g), (Some(4), Some(4)));
+    assert_eq!(seqnos(&g), (Some(2), Some(4)), "4 overwrote 1 in the ring; 3 is in a page");
+    assert_eq!(g.range(2, 4).unwrap(), vec![(2, ws(100, 2)), (3, ws(500, 3)), (4, ws(100, 4))]);
+    // A ring of no room at all (gcache.size=1, as some of Galera's tests
+    // set): everything is in the page being written.
     let mut tiny = Gcache::in_memory(0);
     tiny.push(1, VIEW);
-    assert_eq!(seqnos(&tiny), (None, None));
+    tiny.push(2, ws(3, 2));
+    assert_eq!(tiny.range(1, 2).unwrap(), vec![(1, VIEW), (2, ws(3, 2))]);
+}
+
+#[test]
+fn pages_beyond_the_keep_size_go_oldest_first_and_take_their_seqnos_along() {
+    let file = TempFile::new();
+    let dir = file.path.parent().unwrap();
+    let pages = || {
+        let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.retain(|n| n.starts_with("gcache.page."));
+        names.sort();
+        names
+    };
+    std::fs::write(dir.join("gcache.page.000007"), b"left by an earlier run").unwrap();
+    let mut g = file.open(0);
+    assert!(pages().is_empty(), "an earlier run's pages are deleted at startup");
+    let page = 4 * record_size(100);
+    g.set_pages(page, 2 * page);
+    g.set_history(history());
+    for s in 1..=8 {
+        g.push(s, ws(100, s as u8));
+    }
+    assert_eq!(pages(), ["gcache.page.000000", "gcache.page.000001"]);
+    assert_eq!(seqnos(&g), (Some(1), Some(8)), "two pages, within the keep size");
+    g.push(9, ws(100, 9));
+    assert_eq!(pages(), ["gcache.page.000001", "gcache.page.000002"]);
+    assert_eq!(seqnos(&g), (Some(5), Some(9)), "the oldest page and its seqnos went");
+    assert_eq!(g.range(5, 9).unwrap().last(), Some(&(9, ws(100, 9))));
+    // Keep nothing but the page being written; a record larger than a
+    // page gets a page of its own size.
+    g.set_pages(page, 0);
+    g.push(10, ws(1000, 10));
+    assert_eq!(pages(), ["gcache.page.000003"]);
+    assert_eq!(g.range(10, 10).unwrap(), vec![(10, ws(1000, 10))]);
+    assert_eq!(seqnos(&g), (Some(10), Some(10)));
+    // Pages do not survive a restart; a new history deletes them too.
+    g.clear();
+    assert!(pages().is_empty());
+    g.push(11, ws(100, 11));
+    drop(g);
+    let g = file.open(0);
+    assert!(pages().is_empty());
+    assert_eq!(seqnos(&g), (None, None));
+}
+
+#[test]
+fn a_plan_reads_a_page_deleted_after_it_was_made() {
+    let file = TempFile::new();
+    let mut g = file.open(0);
+    g.set_pages(0, 0);
+    g.set_history(history());
+    g.push(1, ws(100, 1));
+    let plan = g.plan(1, 1).unwrap();
+    g.push(2, ws(100, 2));
+    assert_eq!(seqnos(&g), (Some(2), Some(2)), "page 0 went with seqno 1");
+    assert_eq!(plan.read().unwrap(), vec![(1, ws(100, 1))], "an IST in progress still reads it");
 }
 
 #[test]
@@ -294,12 +352,15 @@ fn what_the_cache_holds_is_always_what_was_pushed() {
         rng ^= rng << 17;
         rng
     };
+    g.set_pages(4096, 8192);
     for s in 1..=2000 {
-        let len = (next() % 200) as usize;
+        // One in 50 is larger than the whole ring: an overflow page.
+        let len = if next() % 50 == 0 { 3000 } else { (next() % 200) as usize };
         g.push(s, if len % 13 == 0 { VIEW } else { ws(len, s as u8) });
         if next() % 97 == 0 {
             drop(g);
             g = file.open(size);
+            g.set_pages(4096, 8192);
             assert_eq!(g.history(), h);
         }
         let first = g.first().expect("never empty: every record fits");
@@ -309,7 +370,7 @@ fn what_the_cache_holds_is_always_what_was_pushed() {
                 assert!(payload.iter().all(|b| *b == seqno as u8), "seqno {}", seqno);
             }
         }
-        assert!(g.bytes() as u64 <= g.ring.capacity());
+        assert!(g.bytes() as u64 <= g.ring.capacity() + g.pages.bytes());
     }
 }
 

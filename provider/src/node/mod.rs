@@ -401,6 +401,7 @@ fn start_position(saved: &mut SavedState, state_id: Gtid) -> Gtid {
 /// are sure to be part of the cluster's order.
 fn open_gcache(s: &Settings, data_dir: &std::path::Path, position: Gtid) -> crate::gcache::Gcache {
     let mut gcache = crate::gcache::Gcache::open(&s.gcache_path(data_dir), s.gcache_size, s.gcache_recover);
+    gcache.set_pages(s.gcache_page_size, s.gcache_keep_pages_size);
     if gcache.history() != position.uuid && gcache.last().is_some() {
         crate::log::info!("the gcache holds seqnos of history {}, this node's data is of history {}: discarding them", gcache.history(), position.uuid);
     }
@@ -431,6 +432,7 @@ impl Shared {
             cert.set_max_length(s.cert_max_length);
         }
         crate::log::set_debug(s.debug);
+        self.gcache.lock().unwrap_or_else(|e| e.into_inner()).set_pages(s.gcache_page_size, s.gcache_keep_pages_size);
         if let Some(g) = self.group() {
             g.set_timeouts(s.timeouts);
             g.set_send_window(s.send_window);

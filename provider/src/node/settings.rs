@@ -52,6 +52,10 @@ pub struct Settings {
     pub gcache_name: String,
     /// `gcache.recover`: a restarted node keeps what its gcache held.
     pub gcache_recover: bool,
+    /// `gcache.page_size` and `gcache.keep_pages_size`: overflow pages
+    /// for records larger than the ring (`gcache::page`).
+    pub gcache_page_size: u64,
+    pub gcache_keep_pages_size: u64,
     /// Where the group transport listens (`gmcast.listen_addr`, without
     /// its scheme).
     pub group_listen: String,
@@ -97,6 +101,8 @@ impl Default for Settings {
             gcache_dir: String::new(),
             gcache_name: "galera.cache".into(),
             gcache_recover: true,
+            gcache_page_size: 128 << 20,
+            gcache_keep_pages_size: 0,
             group_listen: "127.0.0.1:0".into(),
             segment: 0,
             stateless: false,
@@ -140,6 +146,8 @@ impl Settings {
             gcache_dir: cfg.str(keys::GCACHE_DIR).unwrap_or_default().to_string(),
             gcache_name: cfg.str(keys::GCACHE_NAME).unwrap_or_default().to_string(),
             gcache_recover: cfg.get(keys::GCACHE_RECOVER),
+            gcache_page_size: cfg.get(keys::GCACHE_PAGE_SIZE).max(0) as u64,
+            gcache_keep_pages_size: cfg.get(keys::GCACHE_KEEP_PAGES_SIZE).max(0) as u64,
             group_listen: cfg.str(keys::GMCAST_LISTEN_ADDR).map(strip_scheme).unwrap_or_default(),
             segment: cfg.get(keys::GMCAST_SEGMENT).clamp(0, 255) as u8,
             stateless: cfg.get(keys::GCS_STATELESS),
