@@ -80,6 +80,7 @@ impl Pages {
     }
 
     /// Bytes of all pages.
+    #[cfg(test)]
     pub fn bytes(&self) -> u64 {
         self.total
     }

@@ -505,7 +505,7 @@ impl Driver {
                 self.publish_flow();
             }
             Command::Timeouts(t) => self.liveness.timeouts = t,
-            Command::Reform => self.reform(),
+            Command::Reform => self.reform(false),
             Command::Policy(p) => self.policy = p,
             Command::SendWindow(w) => self.set_send_window(w),
             Command::Stop => {
@@ -816,7 +816,7 @@ impl Driver {
     /// pending (a new leader's first entry counts), so this repeats until
     /// the bootstrap entry is applied.
     fn maybe_bootstrap(&mut self) {
-        if self.state.member(self.me.id).is_some() {
+        if self.state.member(self.me.id).is_some() && !self.state.awaits_bootstrap() {
             self.bootstrap = None;
         }
         let Some((history, position)) = self.bootstrap else { return };
@@ -1322,7 +1322,8 @@ impl Driver {
     /// history and seqnos (`pc.bootstrap=YES`). The old Raft group stays
     /// behind with its log: nothing it had not committed is ordered here
     /// (those writesets' clients failed with the non-primary view).
-    pub(super) fn reform(&mut self) {
+    /// `keep_alone_view`: see `GroupState::reform`.
+    pub(super) fn reform(&mut self, keep_alone_view: bool) {
         if self.incarnation.quorum.is_primary() || self.state.member(self.me.id).is_none() {
             // A note: on a primary node it is a no-op, which mtr tests
             // use as a precaution (galera_3nodes.galera-features#115).
@@ -1349,7 +1350,7 @@ impl Driver {
             self.remember_removed(id, at);
         }
         self.bootstrap = Some((self.state.history(), self.state.seqno()));
-        self.state.reform();
+        self.state.reform(keep_alone_view);
         self.refresh_peers();
         let _ = self.incarnation.raw.campaign();
     }
@@ -1377,7 +1378,8 @@ impl Driver {
         }
         self.deliver_own_log();
         self.proposals.unsend_all(now);
-        self.reform();
+        // No non-primary view was delivered on this path.
+        self.reform(true);
     }
 
     /// A non-primary view of this node's side of the partition: itself and

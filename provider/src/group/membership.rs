@@ -174,7 +174,7 @@ impl Driver {
             return self.rejoin_restarted_view();
         }
         log::info!("every other member of the last primary view has restarted: this node forms the primary component again");
-        self.reform();
+        self.reform(false);
     }
 
     /// An arbitrator holds no state to form the component with: it joins

@@ -207,11 +207,27 @@ pub struct GroupState {
     assembling: Assemblies,
     /// The consistency votes (no vote under way in a snapshot either).
     votes: Votes,
+    /// A reform left this member alone in the primary view its server
+    /// has already (`reform`): the new group's bootstrap names its
+    /// component and delivers no view. Never in a snapshot: the bootstrap
+    /// is the new group's first entry.
+    quiet_bootstrap: bool,
 }
 
 impl GroupState {
     pub fn new(me: Uuid) -> GroupState {
-        GroupState { me, history: Uuid::NIL, seqno: -1, conf_id: 0, component: None, members: Vec::new(), fenced: BTreeMap::new(), assembling: Assemblies::default(), votes: Votes::default() }
+        GroupState {
+            me,
+            history: Uuid::NIL,
+            seqno: -1,
+            conf_id: 0,
+            component: None,
+            members: Vec::new(),
+            fenced: BTreeMap::new(),
+            assembling: Assemblies::default(),
+            votes: Votes::default(),
+            quiet_bootstrap: false,
+        }
     }
 
     /// Whether a snapshot may be taken now: not while a writeset is half
@@ -283,9 +299,20 @@ impl GroupState {
     }
 
     /// A component was bootstrapped and not reformed since (members are
-    /// empty between `reform` and the new bootstrap entry).
+    /// empty between `reform` and the new bootstrap entry, unless that
+    /// keeps this member's view).
     pub fn is_primary(&self) -> bool {
         !self.history.is_nil() && !self.members.is_empty()
+    }
+
+    /// Whether a reform waits for its bootstrap entry.
+    pub fn awaits_bootstrap(&self) -> bool {
+        self.members.is_empty() || self.quiet_bootstrap
+    }
+
+    /// This member alone in the primary view.
+    fn alone(&self) -> bool {
+        matches!(self.members.as_slice(), [m] if m.info.id == self.me) && !self.history.is_nil()
     }
 
     /// Applies one committed normal entry.
@@ -399,6 +426,13 @@ impl GroupState {
     }
 
     fn bootstrap(&mut self, history: Uuid, position: Seqno, member: MemberInfo, out: &mut Vec<GroupEvent>) {
+        if std::mem::take(&mut self.quiet_bootstrap) && self.alone() && member.id == self.me && history == self.history {
+            // No view consumes a seqno here, but one did since the last
+            // bootstrap (the one that left this member alone): the
+            // component's name is still new.
+            self.component = Some(Component { former: member.id, from: position });
+            return;
+        }
         if !self.members.is_empty() {
             return; // a component is bootstrapped once
         }
@@ -414,8 +448,21 @@ impl GroupState {
     /// Forgets the members before a new component is bootstrapped on the
     /// same history (`pc.bootstrap=YES` from non-primary): the seqno and
     /// configuration ids go on.
-    pub fn reform(&mut self) {
-        self.members.clear();
+    ///
+    /// `keep_alone_view`: the server's last view is this primary one (no
+    /// non-primary view came between). When that view holds this member
+    /// alone, the new component's bootstrap delivers no second view of
+    /// it: two primary views in a row with the same members tell the
+    /// server (wsrep-lib) that a non-primary spell may have come between,
+    /// and it rolls back every streaming transaction of its own clients,
+    /// which go on and commit without their first fragments
+    /// (galera.galera_sequences_recovery, its -sr combinations: node 1
+    /// weighs 2, its log delivered node 2's removal, then the reform).
+    pub fn reform(&mut self, keep_alone_view: bool) {
+        self.quiet_bootstrap = keep_alone_view && self.alone();
+        if !self.quiet_bootstrap {
+            self.members.clear();
+        }
         // Their remaining pieces stay in the old group's log, and so do
         // their votes.
         self.assembling.clear();

@@ -194,7 +194,7 @@ fn a_reform_is_a_new_component_and_snapshots_carry_it() {
     let mut g = boot(a, 41);
     let first = g.component().expect("a bootstrap names its component");
     membership(&mut g, Membership::Add { member: member(b, "node2") });
-    g.reform();
+    g.reform(true);
     let (history, position) = (g.history(), g.seqno());
     membership(&mut g, Membership::Bootstrap { history, position, member: member(a, "node1") });
     let second = g.component().unwrap();
@@ -206,6 +206,38 @@ fn a_reform_is_a_new_component_and_snapshots_carry_it() {
     old.truncate(old.len() - 25 - 24);
     old[0] = 2;
     assert_eq!(GroupState::decode(a, &old).unwrap().component(), None);
+}
+
+/// galera.galera_sequences_recovery: a member whose weight keeps it
+/// primary alone reforms after its log delivered the others' removal. A
+/// second primary view of the same members would make the server roll
+/// back its own clients' streaming transactions.
+#[test]
+fn a_reform_of_a_member_alone_in_its_view_names_a_new_component_without_a_second_view() {
+    let (a, b) = (Uuid::random(), Uuid::random());
+    let mut g = boot(a, 41);
+    membership(&mut g, Membership::Add { member: member(b, "node2") });
+    membership(&mut g, Membership::Remove { member: b });
+    let (before, seqno) = (g.component(), g.seqno());
+    g.reform(true);
+    assert!(g.is_primary() && g.awaits_bootstrap());
+    let (history, position) = (g.history(), g.seqno());
+    let out = membership(&mut g, Membership::Bootstrap { history, position, member: member(a, "node1") });
+    assert!(out.is_empty(), "no view: {:?}", out);
+    assert_eq!(g.seqno(), seqno, "no seqno consumed");
+    assert!(!g.awaits_bootstrap());
+    assert_ne!(g.component(), before, "the group the reform left is told apart from the new one");
+    assert!(matches!(apply(&mut g, ordered(a, 1)).as_slice(), [GroupEvent::Ordered { .. }]));
+    // After a non-primary view (pc.bootstrap), the server needs a primary
+    // view again, even of the same member.
+    g.reform(false);
+    let (history, position) = (g.history(), g.seqno());
+    let out = membership(&mut g, Membership::Bootstrap { history, position, member: member(a, "node1") });
+    assert!(matches!(out.first(), Some(GroupEvent::View(v)) if v.primary && v.members.len() == 1));
+    // Not alone: the members are forgotten and the bootstrap is a view.
+    membership(&mut g, Membership::Add { member: member(b, "node2") });
+    g.reform(true);
+    assert!(!g.is_primary());
 }
 
 #[test]
