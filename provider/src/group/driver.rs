@@ -1363,7 +1363,12 @@ impl Driver {
         let now = self.clock.now();
         let standing = self.side_standing(now);
         let forced = self.policy.forces_primary(standing);
-        if !forced && !self.reforms_by_weight() {
+        // An arbitrator never forms a component (see `reform`), so it must
+        // not deliver its log's tail either: the group's leader sends it
+        // those entries again once the partition heals, and each would be
+        // ordered twice here, one seqno apart from every data node (the
+        // simulator found it with a garbd outweighing both data nodes).
+        if self.me.arbitrator || (!forced && !self.reforms_by_weight()) {
             return self.lose_primary();
         }
         if forced && self.policy.ignore_sb && standing == super::weights::Standing::Split {

@@ -235,12 +235,11 @@ impl Sim {
             let election = distinct_election(&mut rng, &taken);
             let rate = if rng.chance(20) { 1 } else { rng.between(2, 8) as usize };
             let weight = if weighted { rng.between(1, 3) as u32 } else { 1 };
-            // Seeds divisible by 3 end with an arbitrator (garbd), of
-            // weight 1: one that alone weighs a majority can neither lead
-            // nor form a component of its own, so nobody could be
-            // primary while it is cut off (see the README's garbd notes).
+            // Seeds divisible by 3 end with an arbitrator (garbd), weighed
+            // like the rest: one that alone outweighs the data members
+            // leaves nobody primary while it is cut off (the README
+            // advises against it), but must still never order twice.
             let arbitrator = seed % 3 == 0 && i == n - 1;
-            let weight = if arbitrator { 1 } else { weight };
             let traits = Traits { weight, segmented: segmented(seed), arbitrator };
             members.push(Driven::new(i, election, rate, i == 0, traits, None, base));
         }
