@@ -406,6 +406,9 @@ registry! {
     LockstepMetricsAddr LOCKSTEP_METRICS_ADDR StrKey = "lockstep.metrics_addr", Kind::Str,
         shown(""), Static, Verbatim, false, true,
         "lockstep: host:port where this node serves Prometheus metrics on GET /metrics (empty: off)";
+    LockstepSegmentCompression LOCKSTEP_SEGMENT_COMPRESSION BoolKey = "lockstep.segment_compression", BOOL,
+        shown("yes"), Static, Verbatim, false, true,
+        "lockstep: compress what is sent to nodes of another gmcast.segment (deflate), unless the link uses TLS";
     PcAnnounceTimeout PC_ANNOUNCE_TIMEOUT DurationKey = "pc.announce_timeout", DUR,
         shown("PT3S"), Static, Verbatim, false, false, "Wait for peers at startup";
     PcBootstrap PC_BOOTSTRAP BoolKey = "pc.bootstrap", BOOL, hidden("no"), Action, Verbatim,
@@ -626,6 +629,7 @@ mod tests {
                 "lockstep.debug_hang_appliers",
                 "lockstep.max_lag_ms",
                 "lockstep.metrics_addr",
+                "lockstep.segment_compression",
                 "pc.bootstrap",
                 "pc.ignore_quorum",
                 "pc.ignore_sb",

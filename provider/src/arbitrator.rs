@@ -89,6 +89,7 @@ impl Arbitrator {
             mode: Mode::Join { peers: peers.clone() },
             listen: settings.group_listen.clone(),
             segment: settings.segment,
+            compress_segments: settings.compress_segments,
             cluster_name: cfg.group.clone(),
             allow: Arc::new(|_: &str| true),
             isolation: None,

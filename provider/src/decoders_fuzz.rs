@@ -73,12 +73,13 @@ fn seeds() -> Vec<Vec<u8>> {
     out.push(writeset().encode());
     out.push(certification().encode());
     out.extend(crate::group::frame::every_frame().iter().map(|f| f.encode().expect("encodes").1.to_vec()));
-    out.push(Hello { cluster: "c".into(), uuid: ME, id: 5, listen: "127.0.0.1:4567".into(), nonce: 1, segment: Some(1) }.encode());
-    out.push(Welcome { uuid: ME, id: 5, listen: "127.0.0.1:4567".into(), segment: Some(1) }.encode());
+    out.push(Hello { cluster: "c".into(), uuid: ME, id: 5, listen: "127.0.0.1:4567".into(), nonce: 1, segment: Some(1), features: 1 }.encode());
+    out.push(Welcome { uuid: ME, id: 5, listen: "127.0.0.1:4567".into(), segment: Some(1), features: 1 }.encode());
     let header = ist::Header { history: Uuid([6; 16]), joiner: ME, first: 1, last: 2 };
     out.push(ist::encode(&ist::Chunk::Header(header)).1.to_vec());
     let item = Cached::Writeset { payload: Bytes::from(writeset().encode()), certified: true };
     out.push(ist::encode(&ist::Chunk::Item { seqno: 1, item }).1.to_vec());
+    out.push(crate::transport::deflate::pack(1, &[writeset().encode(), writeset().encode()].concat()).expect("a writeset twice shrinks").to_vec());
     out
 }
 
@@ -103,6 +104,7 @@ fn decode_everything(buf: &[u8]) {
     let _ = crate::gcache::record::FileHeader::decode(buf);
     let _ = crate::gcache::record::RecordHeader::decode(buf);
     let _ = crate::transport::frame::read_frame(&mut &buf[..], 1 << 16);
+    let _ = crate::transport::deflate::unpack(buf, 1 << 16);
 }
 
 /// A seed with some bytes changed, cut short or lengthened.

@@ -107,6 +107,8 @@ pub struct GroupConfig {
     pub listen: String,
     /// `gmcast.segment` (see `relay`).
     pub segment: u8,
+    /// `lockstep.segment_compression` (see `transport::deflate`).
+    pub compress_segments: bool,
     /// `wsrep_cluster_name`: peers of other clusters are refused.
     pub cluster_name: String,
     /// The server's allowlist.
@@ -478,6 +480,7 @@ fn start_transport(cfg: &GroupConfig, inbox: runner::NetInbox) -> Result<Arc<Tra
     tc.allow = cfg.allow.clone();
     tc.isolation = cfg.isolation;
     tc.tls = cfg.tls.clone();
+    tc.compress_segments = cfg.compress_segments;
     let net = Transport::start(tc, inbox).map_err(|e| GroupError::Io(format!("cannot listen on {}: {}", cfg.listen, e)))?;
     Ok(Arc::new(net))
 }

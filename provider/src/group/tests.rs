@@ -31,6 +31,7 @@ fn config(name: &str, mode: Mode) -> GroupConfig {
         mode,
         listen: "127.0.0.1:0".into(),
         segment: 0,
+        compress_segments: true,
         cluster_name: "test".into(),
         allow: std::sync::Arc::new(|_: &str| true),
         isolation: None,

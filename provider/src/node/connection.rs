@@ -109,6 +109,7 @@ impl Shared {
             mode,
             listen: settings.group_listen.clone(),
             segment: settings.segment,
+            compress_segments: settings.compress_segments,
             cluster_name: cluster_name.to_string(),
             allow: self.allow.clone(),
             isolation: self.isolation,

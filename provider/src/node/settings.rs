@@ -62,6 +62,8 @@ pub struct Settings {
     /// `gmcast.segment`: entries cross to another segment once (see
     /// `group::relay`).
     pub segment: u8,
+    /// `lockstep.segment_compression` (see `transport::deflate`).
+    pub compress_segments: bool,
     /// `gcs.stateless`: this member is never chosen as a donor.
     pub stateless: bool,
     /// TLS between nodes: on with `socket.ssl=yes`, or, as Galera does,
@@ -105,6 +107,7 @@ impl Default for Settings {
             gcache_keep_pages_size: 0,
             group_listen: "127.0.0.1:0".into(),
             segment: 0,
+            compress_segments: true,
             stateless: false,
             tls: None,
             group_address: String::new(),
@@ -150,6 +153,7 @@ impl Settings {
             gcache_keep_pages_size: cfg.get(keys::GCACHE_KEEP_PAGES_SIZE).max(0) as u64,
             group_listen: cfg.str(keys::GMCAST_LISTEN_ADDR).map(strip_scheme).unwrap_or_default(),
             segment: cfg.get(keys::GMCAST_SEGMENT).clamp(0, 255) as u8,
+            compress_segments: cfg.get(keys::LOCKSTEP_SEGMENT_COMPRESSION),
             stateless: cfg.get(keys::GCS_STATELESS),
             tls: tls(cfg),
             group_address: advertised(cfg),

@@ -26,6 +26,8 @@ pub const RESERVED_KINDS: u8 = 0xF0;
 pub const HELLO: u8 = 0xF0;
 pub const WELCOME: u8 = 0xF1;
 pub const REFUSE: u8 = 0xF2;
+/// An owner's frame, compressed (see `deflate`): after the handshake.
+pub const COMPRESSED: u8 = 0xF3;
 
 /// Bytes of a payload allocated before they arrive. Larger frames grow
 /// their buffer as data comes in, so a length field alone (a lie, or a
@@ -42,6 +44,9 @@ pub enum FrameError {
     TooLarge { len: u64, limit: usize },
     Checksum,
     Truncated { expected: usize, got: usize },
+    /// A frame whose payload does not decode at this layer (a compressed
+    /// one that does not inflate).
+    Malformed(String),
 }
 
 impl fmt::Display for FrameError {
@@ -58,6 +63,7 @@ impl fmt::Display for FrameError {
             FrameError::TooLarge { len, limit } => write!(f, "frame of {} bytes exceeds the limit of {} bytes", len, limit),
             FrameError::Checksum => write!(f, "frame checksum mismatch"),
             FrameError::Truncated { expected, got } => write!(f, "truncated frame: {} of {} bytes", got, expected),
+            FrameError::Malformed(why) => write!(f, "{}", why),
         }
     }
 }

@@ -2,9 +2,9 @@
 //! kinds. The connecting side speaks first:
 //!
 //! * Hello   (HELLO):   cluster name str | member uuid 16 | raft id u64 |
-//!   listen address str | nonce u64 | segment u8
+//!   listen address str | nonce u64 | segment u8 | features u8
 //! * Welcome (WELCOME): member uuid 16 | raft id u64 | listen address str |
-//!   segment u8
+//!   segment u8 | features u8
 //! * Refuse  (REFUSE):  reason str
 //!
 //! `str` is a u16 LE length and UTF-8 bytes. Bytes after the known fields
@@ -13,6 +13,8 @@
 //! the same pair of members identically on both ends (see `peers`). The
 //! segment (`gmcast.segment`) came later: a peer without it is of a build
 //! that cannot relay (see `group::relay`), so it is `None`, not segment 0.
+//! The features came after it (bits: `deflate::FEATURE_DEFLATE`); none
+//! when absent.
 
 use std::io::{self, Read, Write};
 
@@ -38,6 +40,7 @@ pub struct Hello {
     pub listen: String,
     pub nonce: u64,
     pub segment: Option<u8>,
+    pub features: u8,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +49,7 @@ pub struct Welcome {
     pub id: PeerId,
     pub listen: String,
     pub segment: Option<u8>,
+    pub features: u8,
 }
 
 /// Why a handshake did not produce a link.
@@ -78,14 +82,14 @@ impl Hello {
         b.extend_from_slice(&self.id.to_le_bytes());
         put_str(&mut b, &self.listen);
         b.extend_from_slice(&self.nonce.to_le_bytes());
-        b.extend(self.segment);
+        put_tail(&mut b, self.segment, self.features);
         b
     }
 
     pub fn decode(b: &[u8]) -> Option<Hello> {
         let mut c = Reader::new(b);
         let (cluster, uuid, id, listen, nonce) = (c.string().ok()?, c.uuid().ok()?, c.u64().ok()?, c.string().ok()?, c.u64().ok()?);
-        Some(Hello { cluster, uuid, id, listen, nonce, segment: c.u8().ok() })
+        Some(Hello { cluster, uuid, id, listen, nonce, segment: c.u8().ok(), features: c.u8().unwrap_or(0) })
     }
 }
 
@@ -95,14 +99,23 @@ impl Welcome {
         b.extend_from_slice(&self.uuid.0);
         b.extend_from_slice(&self.id.to_le_bytes());
         put_str(&mut b, &self.listen);
-        b.extend(self.segment);
+        put_tail(&mut b, self.segment, self.features);
         b
     }
 
     pub fn decode(b: &[u8]) -> Option<Welcome> {
         let mut c = Reader::new(b);
         let (uuid, id, listen) = (c.uuid().ok()?, c.u64().ok()?, c.string().ok()?);
-        Some(Welcome { uuid, id, listen, segment: c.u8().ok() })
+        Some(Welcome { uuid, id, listen, segment: c.u8().ok(), features: c.u8().unwrap_or(0) })
+    }
+}
+
+/// The fields added after the first release, in order: a peer reads them
+/// by position, so features go only after a segment.
+fn put_tail(b: &mut Vec<u8>, segment: Option<u8>, features: u8) {
+    if let Some(s) = segment {
+        b.push(s);
+        b.push(features);
     }
 }
 
@@ -154,28 +167,31 @@ mod tests {
 
     #[test]
     fn messages_round_trip_and_reject_short_input() {
-        let h = Hello { cluster: "c".into(), uuid: Uuid::random(), id: 7, listen: "127.0.0.1:1".into(), nonce: 9, segment: Some(2) };
+        let h = Hello { cluster: "c".into(), uuid: Uuid::random(), id: 7, listen: "127.0.0.1:1".into(), nonce: 9, segment: Some(2), features: 1 };
         let mut b = h.encode();
         assert_eq!(Hello::decode(&b), Some(h.clone()));
         b.extend_from_slice(b"future fields");
         assert_eq!(Hello::decode(&b), Some(h.clone()));
-        // A build before segments: everything but the last byte.
+        // Builds before features, and before segments: the last one and
+        // two bytes missing.
         let old = h.encode();
-        assert_eq!(Hello::decode(&old[..old.len() - 1]), Some(Hello { segment: None, ..h }));
-        for n in 0..old.len() - 1 {
+        assert_eq!(Hello::decode(&old[..old.len() - 1]), Some(Hello { features: 0, ..h.clone() }));
+        assert_eq!(Hello::decode(&old[..old.len() - 2]), Some(Hello { segment: None, features: 0, ..h }));
+        for n in 0..old.len() - 2 {
             assert_eq!(Hello::decode(&b[..n]), None, "prefix {}", n);
         }
-        let w = Welcome { uuid: Uuid::random(), id: 3, listen: String::new(), segment: Some(0) };
+        let w = Welcome { uuid: Uuid::random(), id: 3, listen: String::new(), segment: Some(0), features: 1 };
         assert_eq!(Welcome::decode(&w.encode()), Some(w.clone()));
         let old = w.encode();
-        assert_eq!(Welcome::decode(&old[..old.len() - 1]), Some(Welcome { segment: None, ..w }));
+        assert_eq!(Welcome::decode(&old[..old.len() - 1]), Some(Welcome { features: 0, ..w.clone() }));
+        assert_eq!(Welcome::decode(&old[..old.len() - 2]), Some(Welcome { segment: None, features: 0, ..w }));
         assert_eq!(Reader::new(&encode_refuse("no")).string().as_deref(), Ok("no"));
     }
 
     #[test]
     fn a_peer_that_hangs_up_before_its_hello_is_gone_and_one_that_stops_halfway_broken() {
         assert!(matches!(read_hello(&mut &[][..]), Err(Failure::Gone)));
-        let hello = Hello { cluster: "c".into(), uuid: Uuid::random(), id: 7, listen: String::new(), nonce: 1, segment: Some(0) };
+        let hello = Hello { cluster: "c".into(), uuid: Uuid::random(), id: 7, listen: String::new(), nonce: 1, segment: Some(0), features: 0 };
         let mut wire = Vec::new();
         frame::write_frame(&mut wire, HELLO, &hello.encode()).expect("to a Vec");
         assert!(matches!(read_hello(&mut &wire[..4]), Err(Failure::Broken(_))));

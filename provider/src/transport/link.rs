@@ -28,6 +28,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::frame::{self, FrameError, HEADER_LEN, RESERVED_KINDS};
+use super::deflate;
 use super::net::{self, Registered};
 use super::tls::Session;
 use super::{Inbound, Limits, PeerId, Shared};
@@ -54,6 +55,8 @@ pub struct PeerInfo {
     pub addr: String,
     /// Its `gmcast.segment`; None: a build that does not say (nor relay).
     pub segment: Option<u8>,
+    /// It reads compressed frames (see `deflate`).
+    pub reads_deflate: bool,
 }
 
 /// Orders two connections between the same two members the same way on
@@ -100,6 +103,9 @@ pub struct Link {
     session: Option<Arc<Session>>,
     /// The writer's buffer for records, reused batch after batch.
     records: Mutex<Vec<u8>>,
+    /// Frames of `deflate::MIN_BYTES` and more go compressed, by the
+    /// writer (never by a pusher: that is the group thread).
+    deflate: bool,
     queue: Mutex<Queue>,
     ready: Condvar,
     /// OPEN, RETIRING or CLOSED; only OPEN takes frames.
@@ -124,12 +130,17 @@ impl Link {
             stream,
             session,
             records: Mutex::default(),
+            deflate: false,
             queue: Mutex::default(),
             ready: Condvar::new(),
             state: AtomicU8::new(OPEN),
             reason: Mutex::new(None),
             _registered: registered,
         }
+    }
+
+    pub fn deflating(self, deflate: bool) -> Link {
+        Link { deflate, ..self }
     }
 
     /// Takes no more frames (closed or retiring).
@@ -150,7 +161,8 @@ impl Link {
         if full {
             return Pushed::Full;
         }
-        let eager = shared.eager.load(Ordering::Relaxed) && self.session.is_none();
+        let deflated = self.deflate && payload.len() >= deflate::MIN_BYTES;
+        let eager = shared.eager.load(Ordering::Relaxed) && self.session.is_none() && !deflated;
         if eager && q.frames.is_empty() && q.tail.is_none() && !q.sending && !shared.is_isolated() {
             q.sending = true;
             drop(q);
@@ -322,10 +334,11 @@ fn write_until_closed(shared: &Shared, link: &Link) {
             return;
         }
         let tail = batch.tail.as_deref().unwrap_or_default();
-        let written = frame::write_batch(tail, &batch.frames, |s| link.send(s));
+        let frames = if link.deflate { deflate_all(batch.frames) } else { batch.frames };
+        let written = frame::write_batch(tail, &frames, |s| link.send(s));
         link.batch_done();
         match written {
-            Ok(bytes) => link.count_sent(shared, batch.frames.len() + usize::from(batch.tail.is_some()), bytes),
+            Ok(bytes) => link.count_sent(shared, frames.len() + usize::from(batch.tail.is_some()), bytes),
             Err(e) => {
                 let why = match e.kind() {
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
@@ -342,6 +355,17 @@ fn write_until_closed(shared: &Shared, link: &Link) {
     }
 }
 
+/// The frames worth compressing, compressed (see `deflate`).
+fn deflate_all(frames: Vec<(u8, Bytes)>) -> Vec<(u8, Bytes)> {
+    frames
+        .into_iter()
+        .map(|(kind, payload)| match (payload.len() >= deflate::MIN_BYTES).then(|| deflate::pack(kind, &payload)).flatten() {
+            Some(packed) => (frame::COMPRESSED, packed),
+            None => (kind, payload),
+        })
+        .collect()
+}
+
 /// As on the reading side: a peer that went away (a stop, a kill) is the
 /// group's news, not a fault of this link; mtr fails a test on a warning
 /// at a peer's shutdown.
@@ -356,16 +380,23 @@ pub fn run_reader(shared: Arc<Shared>, link: Arc<Link>, stream: TcpStream) {
     };
     let mut r = BufReader::with_capacity(READ_BUFFER, source);
     let (level, why) = loop {
-        match frame::read_frame(&mut r, shared.limits.max_frame) {
-            Ok((kind, _)) if kind >= RESERVED_KINDS => {
+        let read = frame::read_frame(&mut r, shared.limits.max_frame).and_then(|(kind, payload)| {
+            let wire = HEADER_LEN + payload.len();
+            match kind {
+                frame::COMPRESSED => deflate::unpack(&payload, shared.limits.max_frame).map(|(k, p)| (k, p, wire)).map_err(FrameError::Malformed),
+                _ => Ok((kind, payload, wire)),
+            }
+        });
+        match read {
+            Ok((kind, _, _)) if kind >= RESERVED_KINDS => {
                 shared.counters.bad_frame();
                 break (Level::Warn, format!("unexpected frame kind {:#x} after the handshake", kind));
             }
-            Ok((kind, payload)) => {
+            Ok((kind, payload, wire)) => {
                 if shared.is_isolated() {
                     break (Level::Info, "isolated".into());
                 }
-                shared.counters.received(HEADER_LEN + payload.len());
+                shared.counters.received(wire);
                 if !shared.inbox.frame(Inbound::Frame { from: link.peer.id, kind, payload }) {
                     break (Level::Debug, "the inbox is gone".into());
                 }

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::frame::{self, REFUSE, WELCOME};
+use super::deflate::FEATURE_DEFLATE;
 use super::handshake::{self, Failure, Hello, Welcome};
 use super::link::{self, PeerInfo};
 use super::tls::{self, Session};
@@ -225,7 +226,7 @@ impl Shared {
             // dials (galera.mdev-22063 once in CI).
             Err(f @ Failure::Gone) => return info!("dropping connection from {}: {}", from, f),
         };
-        let welcome = Welcome { uuid: self.me.uuid, id: self.me.id, listen: self.me.listen.clone(), segment: Some(self.me.segment) };
+        let welcome = Welcome { uuid: self.me.uuid, id: self.me.id, listen: self.me.listen.clone(), segment: Some(self.me.segment), features: FEATURE_DEFLATE };
         if hello.uuid == self.me.uuid {
             // Our own first contact reached us (gcomm:// lists every node,
             // this one too): say who we are, the dialer then lets go.
@@ -244,7 +245,7 @@ impl Shared {
         }
         let addr = if hello.listen.is_empty() { from.to_string() } else { hello.listen.clone() };
         let rank = link::rank(self.me.id, hello.id, hello.id, hello.nonce);
-        let peer = PeerInfo { id: hello.id, uuid: hello.uuid, addr, segment: hello.segment };
+        let peer = PeerInfo { id: hello.id, uuid: hello.uuid, addr, segment: hello.segment, reads_deflate: hello.features & FEATURE_DEFLATE != 0 };
         if let Err(e) = self.establish(s, session, reg, peer, rank) {
             info!("dropping connection from {}: {}", from, e);
         }

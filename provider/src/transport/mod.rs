@@ -12,6 +12,7 @@
 //! `send` never blocks: it only queues. Formats are in `frame` and
 //! `handshake`, the one-link-per-peer rule in `peers`.
 
+pub(crate) mod deflate;
 pub(crate) mod frame;
 pub(crate) mod handshake;
 mod link;
@@ -98,6 +99,9 @@ pub struct TransportConfig {
     pub limits: Limits,
     /// TLS for every connection (socket.ssl); None: plain TCP.
     pub tls: Option<Arc<tls::Tls>>,
+    /// Compress frames to members of other segments
+    /// (`lockstep.segment_compression`, see `deflate`).
+    pub compress_segments: bool,
 }
 
 impl TransportConfig {
@@ -111,6 +115,7 @@ impl TransportConfig {
             isolation: None,
             limits: Limits::default(),
             tls: None,
+            compress_segments: true,
         }
     }
 }
@@ -234,6 +239,7 @@ struct Shared {
     /// Where outgoing connections leave from: the listen address, unless
     /// that is a wildcard.
     bind_ip: Option<std::net::IpAddr>,
+    compress_segments: bool,
     /// Replaced whole by `reload_tls`; a handshake uses the one it read.
     tls: RwLock<Option<Arc<tls::Tls>>>,
 }
@@ -316,6 +322,7 @@ impl Transport {
             counters: Counters::default(),
             quiet: Quiet::default(),
             tls: RwLock::new(cfg.tls),
+            compress_segments: cfg.compress_segments,
             bind_ip: Some(local.ip()).filter(|ip| !ip.is_unspecified()),
         });
         let s = shared.clone();

@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::deflate::FEATURE_DEFLATE;
 use super::handshake::{self, Failure, Hello};
 use super::link::{self, Link, PeerInfo, Rank};
 use super::net::{self, Registered};
@@ -116,7 +117,10 @@ impl Shared {
         stream.set_write_timeout(Some(net::WRITE_STALL)).map_err(|e| e.to_string())?;
         let reader_stream = stream.try_clone().map_err(|e| e.to_string())?;
         let writer_stream = stream.try_clone().map_err(|e| e.to_string())?;
-        let link = Arc::new(Link::new(peer, rank, writer_stream, session, reg));
+        // Compressed: a plain link to another segment whose peer reads it
+        // (see `deflate`).
+        let deflate = self.compress_segments && session.is_none() && peer.reads_deflate && peer.segment.is_some_and(|s| s != self.me.segment);
+        let link = Arc::new(Link::new(peer, rank, writer_stream, session, reg).deflating(deflate));
         let installed = self.install(&link);
         if installed != Installed::Lost {
             info!("link to {} up", link.describe());
@@ -279,6 +283,7 @@ impl Shared {
             listen: self.me.listen.clone(),
             nonce,
             segment: Some(self.me.segment),
+            features: FEATURE_DEFLATE,
         };
         let session = match tls {
             None => None,
@@ -316,7 +321,7 @@ impl Shared {
             return Err(Failure::Broken("isolated".into()));
         }
         let listen = if welcome.listen.is_empty() { addr.to_string() } else { welcome.listen };
-        let peer = PeerInfo { id: welcome.id, uuid: welcome.uuid, addr: listen, segment: welcome.segment };
+        let peer = PeerInfo { id: welcome.id, uuid: welcome.uuid, addr: listen, segment: welcome.segment, reads_deflate: welcome.features & FEATURE_DEFLATE != 0 };
         let rank = link::rank(self.me.id, peer.id, self.me.id, nonce);
         let installed = self.establish(&stream, session, reg, peer.clone(), rank).map_err(Failure::Broken)?;
         Ok((installed, peer))

@@ -152,7 +152,7 @@ fn fake_peer(to: SocketAddr) -> (TcpStream, PeerId) {
     let mut s = TcpStream::connect(to).expect("connect");
     s.set_read_timeout(Some(SOON)).expect("timeout");
     let uuid = Uuid::random();
-    let hello = Hello { cluster: "test".into(), uuid, id: uuid.raft_id(), listen: String::new(), nonce: 1, segment: Some(0) };
+    let hello = Hello { cluster: "test".into(), uuid, id: uuid.raft_id(), listen: String::new(), nonce: 1, segment: Some(0), features: 0 };
     handshake::dial(&mut s, &hello).expect("welcome");
     (s, uuid.raft_id())
 }
@@ -187,6 +187,45 @@ fn two_nodes_exchange_frames_both_ways_in_order() {
     assert_eq!((sa.frames_sent, sa.frames_received, sa.links), (500, 500, 1));
     assert_eq!(sa.bytes_sent, 500 * (4 + frame::HEADER_LEN as u64));
     assert_eq!((sb.bytes_received, sb.frames_dropped), (sa.bytes_sent, 0));
+}
+
+/// A writeset's row images: the same row twice, as a frame of Raft
+/// appends carries them.
+fn row_images(i: u32) -> Bytes {
+    let row: Vec<u8> = (0..2000u32).map(|j| b'0' + ((i + j) * 7919 % 10) as u8).collect();
+    Bytes::from([&i.to_le_bytes()[..], &row, &row].concat())
+}
+
+#[test]
+fn frames_to_another_segment_go_compressed_and_arrive_as_sent() {
+    let in_segment = |segment: u8, compress: bool| {
+        start("test", |c| {
+            c.me.segment = segment;
+            c.compress_segments = compress;
+        })
+    };
+    // Across segments both ways; within one segment and with the option
+    // off, as they are.
+    for (segment, compress, packed) in [(1, true, true), (0, true, false), (1, false, false)] {
+        let (a, b) = (in_segment(0, compress), in_segment(segment, compress));
+        link(&a, &b);
+        let frames: Vec<Bytes> = (0..50).map(|i| if i % 2 == 0 { numbered(i) } else { row_images(i) }).collect();
+        for f in &frames {
+            assert!(a.t.send(b.id, 1, f.clone()));
+            assert!(b.t.send(a.id, 1, f.clone()));
+        }
+        assert_eq!(b.frames_from(a.id, frames.len()), frames);
+        assert_eq!(a.frames_from(b.id, frames.len()), frames);
+        let raw: u64 = frames.iter().map(|f| (f.len() + frame::HEADER_LEN) as u64).sum();
+        let (sa, sb) = (a.t.stats(), b.t.stats());
+        assert_eq!(sb.bytes_received, sa.bytes_sent, "received counts what crossed the wire");
+        assert_eq!(sa.bytes_to_other_segments, if segment != 0 { sa.bytes_sent } else { 0 });
+        if packed {
+            assert!(sa.bytes_sent < raw * 2 / 3, "{} bytes sent of {}", sa.bytes_sent, raw);
+        } else {
+            assert_eq!(sa.bytes_sent, raw);
+        }
+    }
 }
 
 #[test]
@@ -247,7 +286,7 @@ fn fake_listener(id: PeerId, uuid: Uuid) -> (SocketAddr, std::thread::JoinHandle
         let (mut s, _) = l.accept().expect("accept");
         s.set_read_timeout(Some(SOON)).expect("timeout");
         handshake::read_hello(&mut s).expect("hello");
-        let welcome = Welcome { uuid, id, listen: addr.to_string(), segment: Some(0) };
+        let welcome = Welcome { uuid, id, listen: addr.to_string(), segment: Some(0), features: 0 };
         frame::write_frame(&mut s, WELCOME, &welcome.encode()).expect("welcome");
         s
     });
@@ -264,7 +303,7 @@ fn of_two_connections_the_one_the_lower_id_opened_wins() {
         let dial_in = || {
             let mut s = TcpStream::connect(a.t.local_addr()).expect("connect");
             s.set_read_timeout(Some(SOON)).expect("timeout");
-            let hello = Hello { cluster: "test".into(), uuid: fake_uuid, id: fake, listen: fake_addr.to_string(), nonce: 7, segment: Some(0) };
+            let hello = Hello { cluster: "test".into(), uuid: fake_uuid, id: fake, listen: fake_addr.to_string(), nonce: 7, segment: Some(0), features: 0 };
             handshake::dial(&mut s, &hello).expect("welcome");
             s
         };
@@ -299,7 +338,7 @@ fn a_replaced_link_hands_its_unsent_frames_to_the_winner() {
     // its queue fills up.
     let mut loser = TcpStream::connect(a.t.local_addr()).expect("connect");
     loser.set_read_timeout(Some(SOON)).expect("timeout");
-    let hello = Hello { cluster: "test".into(), uuid: fake_uuid, id: fake, listen: fake_addr.to_string(), nonce: 7, segment: Some(0) };
+    let hello = Hello { cluster: "test".into(), uuid: fake_uuid, id: fake, listen: fake_addr.to_string(), nonce: 7, segment: Some(0), features: 0 };
     handshake::dial(&mut loser, &hello).expect("welcome");
     a.wait_up(fake);
     let mut accepted = Vec::new();
@@ -357,7 +396,7 @@ fn another_protocol_version_is_refused_cleanly_both_ways() {
     // A future peer's Hello.
     let mut s = TcpStream::connect(a.t.local_addr()).expect("connect");
     s.set_read_timeout(Some(SOON)).expect("timeout");
-    let hello = Hello { cluster: "test".into(), uuid: Uuid::random(), id: 9, listen: String::new(), nonce: 1, segment: Some(0) };
+    let hello = Hello { cluster: "test".into(), uuid: Uuid::random(), id: 9, listen: String::new(), nonce: 1, segment: Some(0), features: 0 };
     let mut wire = Vec::new();
     frame::write_frame(&mut wire, HELLO, &hello.encode()).expect("encode");
     wire[0] = frame::VERSION + 1;
@@ -444,6 +483,11 @@ fn corrupt_frames_close_only_their_connection() {
         ("bad version", bad_version),
         ("reserved kind", reserved),
         ("truncated", [&header(frame::VERSION, 1, 100, 0)[..], &[0u8; 10]].concat()),
+        ("compressed garbage", {
+            let mut v = Vec::new();
+            frame::write_frame(&mut v, frame::COMPRESSED, &[1, 200, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef]).expect("encode");
+            v
+        }),
     ];
     for (name, garbage) in &cases {
         let (mut s, id) = fake_peer(a.t.local_addr());
@@ -734,7 +778,7 @@ mod tls {
         // A plain peer is told why.
         let mut s = TcpStream::connect(secure.t.local_addr()).expect("connect");
         s.set_read_timeout(Some(SOON)).expect("timeout");
-        let hello = Hello { cluster: "test".into(), uuid: Uuid::random(), id: 77, listen: String::new(), nonce: 1, segment: Some(0) };
+        let hello = Hello { cluster: "test".into(), uuid: Uuid::random(), id: 77, listen: String::new(), nonce: 1, segment: Some(0), features: 0 };
         match handshake::dial(&mut s, &hello) {
             Err(handshake::Failure::Refused(why)) => assert!(why.contains("TLS"), "{}", why),
             other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
