@@ -92,7 +92,7 @@ fn decode_everything(buf: &[u8]) {
     let _ = GroupState::decode(ME, buf);
     let _ = WriteSet::decode(bytes.clone());
     let _ = Certification::new(0).restore(buf);
-    for kind in 0..=8u8 {
+    for kind in 0..=u8::MAX {
         let _ = Frame::decode(kind, buf);
     }
     let _ = Hello::decode(buf);
