@@ -12,7 +12,8 @@
 //! older build never gets one. Links with TLS are never compressed: what
 //! a client writes and what another client's rows hold would share one
 //! record, and the record's length would tell an eavesdropper about both
-//! (the CRIME attack, why Galera dropped `socket.ssl_compression`).
+//! (the CRIME attack; OpenSSL leaves TLS compression off by default for
+//! the same reason).
 
 use std::io::{Read, Write};
 
