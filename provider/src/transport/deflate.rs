@@ -22,7 +22,7 @@ use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
 use flate2::Compression;
 
-use super::frame::RESERVED_KINDS;
+use super::frame::{PREALLOC, RESERVED_KINDS};
 
 /// The handshake's feature bit: this node reads compressed frames.
 pub const FEATURE_DEFLATE: u8 = 1;
@@ -32,10 +32,6 @@ pub const FEATURE_DEFLATE: u8 = 1;
 pub const MIN_BYTES: usize = 256;
 
 const HEADER: usize = 5;
-
-/// Bytes of an inflated payload allocated before they are produced (see
-/// `frame::PREALLOC`): a lying length field costs no more than this.
-const PREALLOC: usize = 256 << 10;
 
 /// `payload` of `kind` compressed, or None when that would not be smaller.
 pub fn pack(kind: u8, payload: &[u8]) -> Option<Bytes> {
@@ -63,6 +59,7 @@ pub fn unpack(payload: &[u8], limit: usize) -> Result<(u8, Bytes), String> {
     if len > limit {
         return Err(format!("a compressed frame of {} bytes inflated exceeds the limit of {} bytes", len, limit));
     }
+    // As for any frame, a lying length field costs no more than this.
     let mut out = Vec::with_capacity(len.min(PREALLOC));
     // One byte past the length tells a stream that inflates to more.
     DeflateDecoder::new(&payload[HEADER..]).take(len as u64 + 1).read_to_end(&mut out).map_err(|e| format!("a compressed frame does not inflate: {}", e))?;

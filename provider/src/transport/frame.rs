@@ -32,7 +32,7 @@ pub const COMPRESSED: u8 = 0xF3;
 /// Bytes of a payload allocated before they arrive. Larger frames grow
 /// their buffer as data comes in, so a length field alone (a lie, or a
 /// peer that stalls) never costs more memory than this.
-const PREALLOC: usize = 256 << 10;
+pub(super) const PREALLOC: usize = 256 << 10;
 
 #[derive(Debug)]
 pub enum FrameError {

@@ -59,6 +59,14 @@ pub struct PeerInfo {
     pub reads_deflate: bool,
 }
 
+impl PeerInfo {
+    /// It said it is in another segment than `mine` (a build that says
+    /// nothing is taken for one without segments).
+    pub fn in_other_segment(&self, mine: u8) -> bool {
+        self.segment.is_some_and(|s| s != mine)
+    }
+}
+
 /// Orders two connections between the same two members the same way on
 /// both ends: the one initiated by the lower raft id wins, then the lower
 /// nonce (both ends know both). Smaller is better.
@@ -118,7 +126,7 @@ pub struct Link {
 impl Link {
     fn count_sent(&self, shared: &Shared, frames: usize, bytes: usize) {
         shared.counters.sent(frames, bytes);
-        if self.peer.segment.is_some_and(|s| s != shared.me.segment) {
+        if self.peer.in_other_segment(shared.me.segment) {
             shared.counters.bytes_to_other_segments.fetch_add(bytes as u64, Ordering::Relaxed);
         }
     }

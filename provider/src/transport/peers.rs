@@ -119,7 +119,7 @@ impl Shared {
         let writer_stream = stream.try_clone().map_err(|e| e.to_string())?;
         // Compressed: a plain link to another segment whose peer reads it
         // (see `deflate`).
-        let deflate = self.compress_segments && session.is_none() && peer.reads_deflate && peer.segment.is_some_and(|s| s != self.me.segment);
+        let deflate = self.compress_segments && session.is_none() && peer.reads_deflate && peer.in_other_segment(self.me.segment);
         let link = Arc::new(Link::new(peer, rank, writer_stream, session, reg).deflating(deflate));
         let installed = self.install(&link);
         if installed != Installed::Lost {
