@@ -135,8 +135,9 @@ pub struct Cli {
     /// (gcs.fc_limit=16, and for lockstep also lockstep.max_lag_ms=100
     /// with gcs.fc_limit=25000) two phases of --time seconds, node 2
     /// innodb_flush_log_at_trx_commit=2 then 1; prints write tps, the
-    /// reads' p99 and node 1's flow-control pause per phase, and writes
-    /// freshness.json and freshness.svg (per second) in --dir.
+    /// reads' p99, node 1's flow-control pause and node 2's mean receive
+    /// queue per phase, and writes freshness.json and freshness.svg (per
+    /// second) in --dir. With --rate, the writers offer that many tps.
     ///
     /// drain: on 3 nodes, oltp_write_only 16 threads on node 1; node 2
     /// desynced and locked (FTWRL) 15 s, then its apply rate once
@@ -148,6 +149,11 @@ pub struct Cli {
     /// lan: runs of the matrix (default 1)
     #[arg(long, value_name = "N")]
     repeat: Option<u32>,
+    /// freshness: the writers' offered rate in transactions per second,
+    /// the same for every provider (sysbench --rate; default 0: as fast
+    /// as they go), to compare pauses and staleness at one load
+    #[arg(long, value_name = "TPS")]
+    rate: Option<u32>,
     /// big-trx: rows of the big table (default 500000)
     #[arg(long, value_name = "N")]
     rows: Option<u64>,
@@ -185,6 +191,7 @@ impl Cli {
         set(&mut spec.segments, self.segments);
         set(&mut spec.repeat, self.repeat);
         set(&mut spec.rows, self.rows);
+        set(&mut spec.rate, self.rate);
         set(&mut spec.fragments, self.fragments);
         spec.keep_data = self.keep_data;
         spec
@@ -444,7 +451,8 @@ mod tests {
     #[test]
     fn the_freshness_scenario_keeps_three_nodes() {
         let spec = parse("--scenario freshness --time 20").unwrap();
-        assert_eq!((spec.scenario, spec.nodes, spec.time), (Scenario::Freshness, 3, 20));
+        assert_eq!((spec.scenario, spec.nodes, spec.time, spec.rate), (Scenario::Freshness, 3, 20, 0));
+        assert_eq!(parse("--rate 2500 --scenario freshness").unwrap().rate, 2500);
     }
 
     #[test]

@@ -11,8 +11,11 @@
 //! `--time` seconds, and one `oltp_point_select` client reads on node 2 in
 //! each. Phase 1: node 2 with `innodb_flush_log_at_trx_commit=2`; phase
 //! 2: =1, an fsync per commit, so a slower applier. Per phase: node 1's
-//! write tps, the reads' p99 and the share of the phase node 1 was paused
-//! by flow control; per second: write tps and read p99 (the chart).
+//! write tps, the reads' p99, the share of the phase node 1 was paused by
+//! flow control and node 2's mean receive queue; per second: write tps
+//! and read p99 (the chart). Unthrottled, the faster provider loads node
+//! 2 harder, and pauses and staleness follow from that load; `--rate`
+//! gives both providers the same offered load.
 
 use super::chart::{self, Panel, Series};
 use super::plan::BenchSpec;
@@ -53,6 +56,9 @@ pub struct PhaseFigures {
     pub read_p99_ms: f64,
     /// Share of the phase node 1 was paused by flow control.
     pub paused: f64,
+    /// Node 2's mean receive queue over the phase: what its readers wait
+    /// behind, and what flow control keeps near `gcs.fc_limit`.
+    pub queue_avg: f64,
 }
 
 /// One provider under one setting.
@@ -136,7 +142,12 @@ fn run_setting(spec: &BenchSpec, index: usize, cluster: &Cluster, setting: &Sett
     let phase_secs = spec.time.max(4);
     let writes_log = dir.join(format!("freshness-{}-writes.log", setting.label));
     let writer = invocation(spec, n1, "oltp_update_index", "run", WRITERS, phase_secs * 2 + 2);
-    let mut child = sysbench::spawn(&writer.args_with(99, 1), &writes_log)?;
+    let mut args = writer.args_with(99, 1);
+    if spec.rate > 0 {
+        // Before the command word, which sysbench wants last.
+        args.insert(args.len() - 1, format!("--rate={}", spec.rate));
+    }
+    let mut child = sysbench::spawn(&args, &writes_log)?;
     let started = Instant::now();
     let phases = (|| {
         std::thread::sleep(Duration::from_secs(1));
@@ -145,12 +156,14 @@ fn run_setting(spec: &BenchSpec, index: usize, cluster: &Cluster, setting: &Sett
             set_flush(n2, flush)?;
             let from = started.elapsed().as_secs_f64();
             let paused_before = paused_ns(n1)?;
+            n2.sql("FLUSH STATUS")?;
             let reader = invocation(spec, n2, "oltp_point_select", "run", 1, phase_secs - 1);
             let reads_log = dir.join(format!("freshness-{}-reads-{}.log", setting.label, i + 1));
             let text = reader.run_args(&reader.args_with(99, 1), &reads_log, RUN_LIMIT)?;
             let to = started.elapsed().as_secs_f64();
             let paused = (paused_ns(n1)? - paused_before).max(0) as f64 / 1e9 / (to - from);
-            phases.push((flush, from, to, paused, text));
+            let queue = n2.status()?.float(StatusVar::LocalRecvQueueAvg).unwrap_or(f64::NAN);
+            phases.push(Phase { flush, from, to, paused, queue, reads: text });
         }
         Ok::<_, Error>(phases)
     })();
@@ -163,19 +176,30 @@ fn run_setting(spec: &BenchSpec, index: usize, cluster: &Cluster, setting: &Sett
     figures(setting.label, &writes, &phases)
 }
 
+/// One phase as measured: its bounds in seconds of the run, the figures
+/// read from the nodes, and the reader's output.
+struct Phase {
+    flush: u32,
+    from: f64,
+    to: f64,
+    paused: f64,
+    queue: f64,
+    reads: String,
+}
+
 /// Per phase and per second, from the writer's and each reader's output.
-fn figures(setting: &str, writes: &str, phases: &[(u32, f64, f64, f64, String)]) -> Result<Run> {
+fn figures(setting: &str, writes: &str, phases: &[Phase]) -> Result<Run> {
     let write_tps: Vec<(f64, f64)> = sysbench::interim(writes).into_iter().map(|(s, tps, _)| (s as f64, tps)).collect();
     let mut run = Run { setting: setting.into(), phases: Vec::new(), write_tps, read_p99_ms: Vec::new(), phase_change: 0.0 };
-    for (i, (flush, from, to, paused, reads)) in phases.iter().enumerate() {
-        let result = sysbench::parse(reads).map_err(Error::msg)?;
-        let inside: Vec<f64> = run.write_tps.iter().filter(|(s, _)| *s > *from && *s <= *to).map(|p| p.1).collect();
+    for (i, p) in phases.iter().enumerate() {
+        let result = sysbench::parse(&p.reads).map_err(Error::msg)?;
+        let inside: Vec<f64> = run.write_tps.iter().filter(|(s, _)| *s > p.from && *s <= p.to).map(|p| p.1).collect();
         let write_tps = inside.iter().sum::<f64>() / inside.len().max(1) as f64;
-        run.read_p99_ms.extend(sysbench::interim(reads).into_iter().map(|(s, _, p99)| (from + s as f64, p99)));
+        run.read_p99_ms.extend(sysbench::interim(&p.reads).into_iter().map(|(s, _, p99)| (p.from + s as f64, p99)));
         // `p95_ms` is the percentile asked for: 99 here (`args_with`).
-        run.phases.push(PhaseFigures { flush: *flush, write_tps, read_p99_ms: result.p95_ms, paused: *paused });
+        run.phases.push(PhaseFigures { flush: p.flush, write_tps, read_p99_ms: result.p95_ms, paused: p.paused, queue_avg: p.queue });
         if i == 1 {
-            run.phase_change = *from;
+            run.phase_change = p.from;
         }
     }
     Ok(run)
@@ -200,15 +224,16 @@ fn caught_up(cluster: &Cluster) -> Result<()> {
 
 /// The table, the JSON beside it, and the chart.
 pub fn render(spec: &BenchSpec, runs: &[ProviderRuns], elapsed: Duration) -> String {
+    let offered = if spec.rate > 0 { format!(" offering {} tps", spec.rate) } else { String::new() };
     let mut out = format!(
-        "lockstep bench --scenario freshness: 3 nodes, {WRITERS} writers on node 1 (oltp_update_index), one wsrep_sync_wait reader on node 2 \
+        "lockstep bench --scenario freshness: 3 nodes, {WRITERS} writers on node 1 (oltp_update_index){offered}, one wsrep_sync_wait reader on node 2 \
          (1 applier); phase 1 node 2 innodb_flush_log_at_trx_commit=2, phase 2 =1, {} s each; {} min\n\n",
         spec.time.max(4),
         elapsed.as_secs().div_ceil(60)
     );
     out.push_str(&format!(
-        "{:<12} {:<16} {:>6} {:>10} {:>8} {:>12} {:>9}\n",
-        "provider", "setting", "flush", "write tps", "ratio", "read p99 ms", "paused %"
+        "{:<12} {:<16} {:>6} {:>10} {:>8} {:>12} {:>9} {:>8}\n",
+        "provider", "setting", "flush", "write tps", "ratio", "read p99 ms", "paused %", "queue"
     ));
     let baseline = first_run(runs);
     for (provider, result) in runs {
@@ -219,21 +244,25 @@ pub fn render(spec: &BenchSpec, runs: &[ProviderRuns], elapsed: Duration) -> Str
                     for (i, p) in run.phases.iter().enumerate() {
                         let ratio = baseline.and_then(|b| b.phases.get(i)).map_or(f64::NAN, |b| p.write_tps / b.write_tps);
                         out.push_str(&format!(
-                            "{:<12} {:<16} {:>6} {:>10.0} {:>8.2} {:>12.1} {:>9.0}\n",
+                            "{:<12} {:<16} {:>6} {:>10.0} {:>8.2} {:>12.1} {:>9.0} {:>8.1}\n",
                             provider,
                             run.setting,
                             p.flush,
                             p.write_tps,
                             ratio,
                             p.read_p99_ms,
-                            p.paused * 100.0
+                            p.paused * 100.0,
+                            p.queue_avg
                         ));
                     }
                 }
             }
         }
     }
-    out.push_str("\nratio: write tps over the first provider's first setting in the same phase\n");
+    out.push_str(
+        "\nratio: write tps over the first provider's first setting in the same phase; \
+         queue: node 2's wsrep_local_recv_queue_avg over the phase\n",
+    );
     out
 }
 
@@ -276,13 +305,20 @@ fn to_json(spec: &BenchSpec, runs: &[ProviderRuns]) -> serde_json::Value {
                         "write_tps": p.write_tps,
                         "read_p99_ms": p.read_p99_ms,
                         "fc_paused": p.paused,
+                        "node2_recv_queue_avg": p.queue_avg,
                     })).collect::<Vec<_>>(),
                     "per_second": { "write_tps": r.write_tps, "read_p99_ms": r.read_p99_ms },
                 })).collect::<Vec<_>>(),
             }),
         })
         .collect();
-    json!({ "scenario": "freshness", "seconds_per_phase": spec.time.max(4), "writers": WRITERS, "providers": providers })
+    json!({
+        "scenario": "freshness",
+        "seconds_per_phase": spec.time.max(4),
+        "writers": WRITERS,
+        "offered_tps": spec.rate,
+        "providers": providers,
+    })
 }
 
 #[cfg(test)]
@@ -300,10 +336,13 @@ mod tests {
                  transactions: 10 (10.00 per sec.)\n99th percentile: {p99}\n"
             )
         };
-        let phases = [(2, 0.5, 2.0, 0.1, reads("4.0")), (1, 2.0, 3.0, 0.5, reads("40.0"))];
+        let phases = [
+            Phase { flush: 2, from: 0.5, to: 2.0, paused: 0.1, queue: 3.0, reads: reads("4.0") },
+            Phase { flush: 1, from: 2.0, to: 3.0, paused: 0.5, queue: 30.0, reads: reads("40.0") },
+        ];
         let run = figures("fc_limit=16", writes, &phases).unwrap();
-        assert_eq!(run.phases[0], PhaseFigures { flush: 2, write_tps: 200.0, read_p99_ms: 4.0, paused: 0.1 });
-        assert_eq!(run.phases[1], PhaseFigures { flush: 1, write_tps: 50.0, read_p99_ms: 40.0, paused: 0.5 });
+        assert_eq!(run.phases[0], PhaseFigures { flush: 2, write_tps: 200.0, read_p99_ms: 4.0, paused: 0.1, queue_avg: 3.0 });
+        assert_eq!(run.phases[1], PhaseFigures { flush: 1, write_tps: 50.0, read_p99_ms: 40.0, paused: 0.5, queue_avg: 30.0 });
         assert_eq!(run.read_p99_ms, vec![(1.5, 4.0), (3.0, 40.0)]);
         assert_eq!(run.phase_change, 2.0);
     }

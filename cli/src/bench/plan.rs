@@ -143,6 +143,8 @@ pub struct BenchSpec {
     /// in bytes to run (0: no streaming).
     pub rows: u64,
     pub fragments: Vec<u64>,
+    /// freshness: the writers' offered tps (0: unthrottled).
+    pub rate: u32,
     /// lan: how many times the matrix runs, each on fresh clusters.
     pub repeat: u32,
     /// Keep the clusters' data directories once measured (`--keep-data`).
@@ -171,6 +173,7 @@ impl Default for BenchSpec {
             scenario: Scenario::Cells,
             rows: 500_000,
             fragments: vec![0, 10_000, 100_000, 1_000_000],
+            rate: 0,
             repeat: 1,
             keep_data: false,
         }
