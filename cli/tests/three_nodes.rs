@@ -17,6 +17,11 @@ fn three_nodes_replicate_and_a_killed_node_rejoins() {
         assert!(status.is_synced(), "{}: {}", node.name(), status.summary());
         assert_eq!(status.int("wsrep_cluster_size"), Some(3), "{}", node.name());
     }
+    // `up` seeds node2 and node3 with a copy of node1's datadir: they join
+    // by IST, and node1 serves no SST.
+    let donor_log = std::fs::read_to_string(cluster.node(1).paths().error_log).unwrap();
+    assert!(donor_log.contains("async IST sender starting to serve"), "node1 served no IST at up:\n{}", cluster.node(1).error_log_tail(30));
+    assert!(!donor_log.contains("Streaming the backup to joiner"), "node1 served an SST at up:\n{}", cluster.node(1).error_log_tail(30));
 
     // Written on node 2, read on node 3 (causal read: wait for the writeset).
     cluster

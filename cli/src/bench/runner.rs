@@ -147,11 +147,16 @@ fn set_up(
     ));
     let started = Instant::now();
     let mut proxy_error = None;
+    let mut listening = std::collections::BTreeSet::new();
     let cluster = Cluster::up_with_progress(cluster_spec, &mut |node, phase| match phase {
         // The proxy for a node listens once the launcher has checked the
-        // node's ports and started it (see wan.rs).
-        Phase::Launched { .. } => {
-            if let Some(Err(e)) = proxy.as_ref().map(|p| p.listen(node)) {
+        // node's ports and started it (see wan.rs). Node 1's waits for
+        // node 2's launch: node 1 starts twice (it seeds the others'
+        // datadirs in between), and its second start checks its ports,
+        // which a proxy would hold. Nobody connects to it before.
+        Phase::Launched { .. } if node > 1 => {
+            let new: Vec<usize> = (1..=node).filter(|n| listening.insert(*n)).collect();
+            if let Some(Err(e)) = proxy.as_ref().map(|p| new.iter().try_for_each(|n| p.listen(*n))) {
                 proxy_error.get_or_insert(e);
             }
         }

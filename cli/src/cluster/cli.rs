@@ -39,7 +39,7 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Start a local cluster: node1 bootstraps, the others join by SST one at a time.
+    /// Start a local cluster: node1 bootstraps, the others join one at a time from a copy of its datadir (IST, no SST)
     Up(UpArgs),
     /// One line per node: process, wsrep state, queues, flow control.
     #[command(after_help = "Exits 1 unless every node runs and is Synced.")]
@@ -182,6 +182,8 @@ impl ProgressLine {
     fn show(&mut self, node: usize, phase: Phase) {
         let text = match phase {
             Phase::Initialising => format!("node{node}: initialising datadir"),
+            Phase::Reseeding => format!("node{node}: stopped, datadir copied for the others"),
+            Phase::Seeded => format!("node{node}: datadir copied from node1"),
             Phase::Launched { pid } => format!(" ... starting (pid {pid})"),
             Phase::Bootstrapping => " ... bootstrapping".into(),
             Phase::Joining => " ... joining".into(),

@@ -24,6 +24,7 @@ mod node;
 mod preflight;
 mod process;
 mod recovery;
+mod seed;
 mod spec;
 mod state;
 

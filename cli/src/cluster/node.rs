@@ -25,6 +25,11 @@ const LOG_TAIL_LINES: usize = 25;
 pub enum Phase {
     /// mariadb-install-db is creating the datadir (only at `up`).
     Initialising,
+    /// Node 1 was stopped for its datadir to be copied to the other
+    /// nodes `up` starts, and starts again (only at `up`).
+    Reseeding,
+    /// The datadir is a copy of node 1's (only at `up`).
+    Seeded,
     /// mariadbd runs with this pid.
     Launched { pid: u32 },
     /// No other node runs: this one starts a new primary component.
