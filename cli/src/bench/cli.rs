@@ -146,7 +146,7 @@ pub struct Cli {
     /// drain.json and drain.svg in --dir.
     #[arg(long, value_name = "S", value_parser = Scenario::parse, verbatim_doc_comment)]
     scenario: Option<Scenario>,
-    /// lan: runs of the matrix (default 1)
+    /// lan: runs of the matrix; wan and slow-node: rounds of all their settings, each figure the mean (default 1)
     #[arg(long, value_name = "N")]
     repeat: Option<u32>,
     /// freshness: the writers' offered rate in transactions per second,

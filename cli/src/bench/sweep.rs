@@ -18,7 +18,9 @@
 
 use super::chart::{self, Panel, Series};
 use super::plan::{BenchSpec, Cell, Scenario};
+use super::counters::Summary;
 use super::runner::{self, CellOutcome, ProviderRun};
+use super::sysbench::SysbenchResult;
 use crate::cluster::{provider_setting, Error, Result};
 use lockstep_config::keys;
 use std::path::PathBuf;
@@ -58,21 +60,76 @@ pub struct SettingRun {
     pub runs: Vec<ProviderRun>,
 }
 
+/// Runs every setting; wan and slow-node with `--repeat N` run N rounds
+/// of all their settings (round after round, so that a drift of the
+/// machine weighs on every setting alike) and keep each cell's mean.
 pub fn run(spec: &BenchSpec, log: &mut dyn FnMut(&str)) -> Vec<SettingRun> {
     let all = settings(spec);
-    let count = all.len();
-    all.into_iter()
-        .enumerate()
-        .map(|(i, setting)| {
-            log(&format!("setting {} of {count}: {}", i + 1, setting.label));
+    let rounds = match spec.scenario {
+        Scenario::Wan | Scenario::SlowNode => spec.repeat.max(1),
+        _ => 1,
+    };
+    let mut measured: Vec<Vec<Vec<ProviderRun>>> = all.iter().map(|_| Vec::new()).collect();
+    for round in 1..=rounds {
+        for (i, setting) in all.iter().enumerate() {
+            let of = if rounds > 1 { format!(", round {round} of {rounds}") } else { String::new() };
+            log(&format!("setting {} of {}: {}{of}", i + 1, all.len(), setting.label));
             let mut one = spec.clone();
             one.wan_delay_ms = setting.delay_ms;
             one.provider_options.extend(setting.provider_options.iter().cloned());
-            one.dir = spec.dir.join(&setting.label);
-            let runs = runner::run(&one, log);
-            SettingRun { setting, runs }
+            one.dir = if rounds > 1 { spec.dir.join(&setting.label).join(format!("round{round}")) } else { spec.dir.join(&setting.label) };
+            measured[i].push(runner::run(&one, log));
+        }
+    }
+    all.into_iter().zip(measured).map(|(setting, rounds)| SettingRun { setting, runs: mean_of_rounds(rounds) }).collect()
+}
+
+/// One run per provider whose cells hold the mean tps and p95 of the
+/// rounds that measured them (the first such round's other figures).
+fn mean_of_rounds(mut rounds: Vec<Vec<ProviderRun>>) -> Vec<ProviderRun> {
+    if rounds.len() == 1 {
+        return rounds.pop().expect("one round");
+    }
+    let mut merged = rounds.remove(0);
+    for (p, run) in merged.iter_mut().enumerate() {
+        for (c, cell) in run.cells.iter_mut().enumerate() {
+            let same_cell = rounds.iter().filter_map(|r| r.get(p)?.cells.get(c));
+            *cell = mean_cell(std::mem::replace(cell, CellOutcome::Failed(String::new())), same_cell);
+        }
+        for other in rounds.iter().filter_map(|r| r.get(p)) {
+            run.notes.extend(other.notes.iter().cloned());
+            run.setup_error = run.setup_error.take().or_else(|| other.setup_error.clone());
+        }
+        // A round that could not start says so in the notes; the setting
+        // has figures if another round measured some.
+        if run.cells.iter().any(|c| matches!(c, CellOutcome::Measured { .. })) {
+            if let Some(e) = run.setup_error.take() {
+                run.notes.push(format!("a round did not run: {e}"));
+            }
+        }
+    }
+    merged
+}
+
+/// `first` with the mean tps and p95 of it and `others` that were
+/// measured; `first`'s failure if none was.
+fn mean_cell<'a>(first: CellOutcome, others: impl Iterator<Item = &'a CellOutcome>) -> CellOutcome {
+    let mut got: Vec<(SysbenchResult, Box<Summary>)> = others
+        .filter_map(|c| match c {
+            CellOutcome::Measured { sysbench, counters } => Some((sysbench.clone(), counters.clone())),
+            CellOutcome::Failed(_) => None,
         })
-        .collect()
+        .collect();
+    match first {
+        CellOutcome::Measured { sysbench, counters } => got.insert(0, (sysbench, counters)),
+        failed if got.is_empty() => return failed,
+        CellOutcome::Failed(_) => {}
+    }
+    let n = got.len() as f64;
+    let tps = got.iter().map(|g| g.0.tps).sum::<f64>() / n;
+    let p95_ms = got.iter().map(|g| g.0.p95_ms).sum::<f64>() / n;
+    let (sysbench, counters) = got.swap_remove(0);
+    CellOutcome::Measured { sysbench: SysbenchResult { tps, p95_ms, ..sysbench }, counters }
 }
 
 /// (tps, p95 ms) of provider `p`'s cell `c` in setting `s`, if measured.
@@ -107,7 +164,7 @@ fn cell_label(c: &Cell) -> String {
 pub fn render(spec: &BenchSpec, runs: &[SettingRun], took: Duration) -> String {
     let cells = spec.cells();
     let labels: Vec<&str> = runs.iter().map(|r| r.setting.label.as_str()).collect();
-    let mut out = format!("lockstep bench --scenario {}: {} settings x {} providers x {} cells, {:.0} min\n\n", name(spec), runs.len(), spec.providers.len(), cells.len(), took.as_secs_f64() / 60.0);
+    let mut out = format!("lockstep bench --scenario {}: {} settings x {} providers x {} cells{}, {:.0} min\n\n", name(spec), runs.len(), spec.providers.len(), cells.len(), rounds_note(spec), took.as_secs_f64() / 60.0);
     out.push_str(&format!("{:<34} {:<10} {}\n", "cell", "provider", labels.iter().map(|l| format!(" {:>23}", format!("{l} tps / p95 ms"))).collect::<String>()));
     for (c, cell) in cells.iter().enumerate() {
         for p in 0..spec.providers.len() {
@@ -128,6 +185,14 @@ pub fn render(spec: &BenchSpec, runs: &[SettingRun], took: Duration) -> String {
         _ => averaged(spec, runs, &mut out),
     }
     out
+}
+
+/// wan and slow-node with --repeat: how many rounds each figure averages.
+fn rounds_note(spec: &BenchSpec) -> String {
+    match spec.scenario {
+        Scenario::Wan | Scenario::SlowNode if spec.repeat > 1 => format!(" x {} rounds (each figure their mean)", spec.repeat),
+        _ => String::new(),
+    }
 }
 
 /// Why a provider has no figures, once per setting.
@@ -215,6 +280,7 @@ fn to_json(spec: &BenchSpec, runs: &[SettingRun]) -> serde_json::Value {
     json!({
         "scenario": name(spec),
         "time_s": spec.time,
+        "rounds": if matches!(spec.scenario, Scenario::Wan | Scenario::SlowNode) { spec.repeat } else { 1 },
         "settings": runs.iter().enumerate().map(|(s, r)| json!({
             "label": r.setting.label,
             "delay_ms": r.setting.delay_ms,
@@ -284,6 +350,32 @@ mod tests {
         let s = settings(&lan);
         assert_eq!(s.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["rep1", "rep2", "rep3"]);
         assert!(s.iter().all(|s| s.delay_ms.is_none() && s.provider_options.is_empty()));
+    }
+
+    fn cell(tps: f64, p95_ms: f64) -> CellOutcome {
+        let sysbench = SysbenchResult { tps, p95_ms, ..Default::default() };
+        CellOutcome::Measured { sysbench, counters: Box::default() }
+    }
+
+    fn provider_run(cells: Vec<CellOutcome>, setup_error: Option<&str>) -> ProviderRun {
+        ProviderRun { label: "lockstep".into(), setup_error: setup_error.map(String::from), cells, notes: vec![] }
+    }
+
+    #[test]
+    fn rounds_average_each_cell_over_the_rounds_that_measured_it() {
+        let rounds = vec![
+            vec![provider_run(vec![cell(100.0, 2.0), CellOutcome::Failed("lost".into())], None)],
+            vec![provider_run(vec![cell(200.0, 4.0), cell(50.0, 1.0)], None)],
+            vec![provider_run(vec![], Some("cluster did not start"))],
+        ];
+        let merged = mean_of_rounds(rounds);
+        let figures: Vec<_> = merged[0].cells.iter().map(|c| match c {
+            CellOutcome::Measured { sysbench, .. } => Some((sysbench.tps, sysbench.p95_ms)),
+            CellOutcome::Failed(_) => None,
+        }).collect();
+        assert_eq!(figures, [Some((150.0, 3.0)), Some((50.0, 1.0))]);
+        assert_eq!(merged[0].setup_error, None, "other rounds measured");
+        assert!(merged[0].notes.iter().any(|n| n.contains("cluster did not start")));
     }
 
     #[test]
