@@ -65,10 +65,7 @@ pub struct SettingRun {
 /// machine weighs on every setting alike) and keep each cell's mean.
 pub fn run(spec: &BenchSpec, log: &mut dyn FnMut(&str)) -> Vec<SettingRun> {
     let all = settings(spec);
-    let rounds = match spec.scenario {
-        Scenario::Wan | Scenario::SlowNode => spec.repeat.max(1),
-        _ => 1,
-    };
+    let rounds = rounds(spec);
     let mut measured: Vec<Vec<Vec<ProviderRun>>> = all.iter().map(|_| Vec::new()).collect();
     for round in 1..=rounds {
         for (i, setting) in all.iter().enumerate() {
@@ -187,11 +184,20 @@ pub fn render(spec: &BenchSpec, runs: &[SettingRun], took: Duration) -> String {
     out
 }
 
-/// wan and slow-node with --repeat: how many rounds each figure averages.
-fn rounds_note(spec: &BenchSpec) -> String {
+/// How many rounds of its settings a run makes: --repeat for wan and
+/// slow-node; lan repeats as settings of its own (see `settings`).
+fn rounds(spec: &BenchSpec) -> u32 {
     match spec.scenario {
-        Scenario::Wan | Scenario::SlowNode if spec.repeat > 1 => format!(" x {} rounds (each figure their mean)", spec.repeat),
-        _ => String::new(),
+        Scenario::Wan | Scenario::SlowNode => spec.repeat.max(1),
+        _ => 1,
+    }
+}
+
+/// How many rounds each figure averages, for the report's first line.
+fn rounds_note(spec: &BenchSpec) -> String {
+    match rounds(spec) {
+        1 => String::new(),
+        n => format!(" x {n} rounds (each figure their mean)"),
     }
 }
 
@@ -280,7 +286,7 @@ fn to_json(spec: &BenchSpec, runs: &[SettingRun]) -> serde_json::Value {
     json!({
         "scenario": name(spec),
         "time_s": spec.time,
-        "rounds": if matches!(spec.scenario, Scenario::Wan | Scenario::SlowNode) { spec.repeat } else { 1 },
+        "rounds": rounds(spec),
         "settings": runs.iter().enumerate().map(|(s, r)| json!({
             "label": r.setting.label,
             "delay_ms": r.setting.delay_ms,
