@@ -46,9 +46,11 @@ fn three_nodes_replicate_and_a_killed_node_rejoins() {
 
     check_exporter_names(cluster.node(1));
     if cluster.spec().provider == lockstep_cli::cluster::Provider::Lockstep {
-        for node in cluster.nodes() {
-            check_metrics_endpoint(node);
-        }
+        let pages: Vec<(String, String)> = cluster.nodes().map(|n| (n.name(), check_metrics_endpoint(n))).collect();
+        // The leader times the others' answers to its appends, by name.
+        let timed = |page: &str, member: &str| page.contains(&format!("lockstep_append_round_trip_seconds_count{{member=\"{member}\"}}"));
+        let timing_both = pages.iter().filter(|(me, page)| pages.iter().all(|(other, _)| other == me || timed(page, other)));
+        assert!(timing_both.count() >= 1, "no node times both others' answers: {pages:?}");
     }
 
     check_top(&cluster);
@@ -122,7 +124,7 @@ fn http_metrics(port: u16, within: Duration) -> String {
 /// lockstep's endpoint (`lockstep.metrics_addr`, which `lockstep cluster`
 /// sets): Prometheus' own Python parser (Debian's python3-prometheus-client)
 /// reads it, and it has the state, a text value and the latency histogram.
-fn check_metrics_endpoint(node: Node) {
+fn check_metrics_endpoint(node: Node) -> String {
     let body = http_metrics(node.ports().metrics, Duration::from_secs(5));
     assert!(body.contains("\nmysql_global_status_wsrep_local_state 4\n"), "{}: {body}", node.name());
     assert!(body.contains("mysql_global_status_wsrep_local_state_comment_text_info{value=\"Synced\"} 1"), "{body}");
@@ -145,6 +147,7 @@ print(len(list(om(t))), len(list(prom(t))))\n";
     let out = py.wait_with_output().unwrap();
     assert!(out.status.success(), "{}: the parser refused the page: {}", node.name(), String::from_utf8_lossy(&out.stderr));
     eprintln!("{}: metrics parsed, families (OpenMetrics, classic): {}", node.name(), String::from_utf8_lossy(&out.stdout).trim());
+    body
 }
 
 /// Debian's mysqld_exporter against `node`: every wsrep and galera metric

@@ -145,6 +145,8 @@ pub(crate) struct Counters {
     pub own_weight: AtomicU64,
     /// The leader's raft id as this member knows it (0: none known).
     pub leader: AtomicU64,
+    /// Its followers' answer times, for the metrics endpoint.
+    pub round_trips: super::round_trips::Shown,
 }
 
 impl Counters {
@@ -210,6 +212,9 @@ pub(crate) struct Driver {
     cluster_lag: super::cluster_lag::ClusterLag,
     arbitrator_hold: super::arbitrator_hold::ArbitratorHold,
     answers: super::answers::Answers,
+    round_trips: super::round_trips::RoundTrips,
+    /// Each follower's metric series, by raft id (see `round_trips`).
+    answer_series: BTreeMap<u64, super::round_trips::Series>,
     flow: Arc<FlowGate>,
     /// Members the transport is asked to keep links to.
     pub(super) peers: std::collections::BTreeSet<u64>,
@@ -354,6 +359,8 @@ impl Driver {
             cluster_lag: Default::default(),
             arbitrator_hold: Default::default(),
             answers: Default::default(),
+            round_trips: Default::default(),
+            answer_series: BTreeMap::new(),
             flow,
             peers: Default::default(),
             departed: Vec::new(),
@@ -675,7 +682,13 @@ impl Driver {
                 let Some(m) = super::step::admit(m, log.last_index(), log.committed, self.vote_floor) else {
                     return log::debug!("not answering a vote request from {:x}: this log is short of its previous incarnation's ({} < {})", from, log.last_index(), self.vote_floor);
                 };
+                let answer = (m.get_msg_type() == MessageType::MsgAppendResponse && !m.reject).then_some((m.from, m.term, m.index));
+                let committed = self.incarnation.raw.raft.raft_log.committed;
                 let _ = self.incarnation.raw.step(m);
+                // m.from, not the frame's sender: a relay (see `relay`) may have brought it.
+                if let Some((follower, term, index)) = answer {
+                    self.note_answer(follower, term, index, committed);
+                }
             }
             Frame::Relay(msgs) => match super::relay::unpack(msgs, from, self.me.id.raft_id()) {
                 Ok((own, forwards)) => {
@@ -713,6 +726,21 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// A follower's acceptance, for `round_trips`: how long it took, and
+    /// whether it moved the commit index from `committed`.
+    fn note_answer(&mut self, from: u64, term: u64, index: u64, committed: u64) {
+        let took = self.round_trips.answered(from, term, index, self.clock.now());
+        let moved = self.incarnation.raw.raft.raft_log.committed > committed;
+        if took.is_none() && !moved {
+            return;
+        }
+        if !self.answer_series.contains_key(&from) {
+            let Some(m) = self.state.member_by_raft_id(from) else { return };
+            self.answer_series.insert(from, self.counters.round_trips.series(&m.info.name));
+        }
+        self.answer_series[&from].record(took, moved);
     }
 
     /// Sends `frame` to each of `to`, encoded once.
@@ -850,6 +878,12 @@ impl Driver {
     fn send(&mut self, mut msgs: Vec<Message>) {
         msgs.retain(|m| !self.answers.repeats(m));
         super::commit_only::fold(&mut msgs);
+        let now = self.clock.now();
+        for m in msgs.iter().filter(|m| m.get_msg_type() == MessageType::MsgAppend) {
+            if let Some(last) = m.entries.last() {
+                self.round_trips.sent(m.to, m.term, last.index, now);
+            }
+        }
         let relays = self.relays();
         let net = self.net.clone();
         // One segment (the usual case): no lookups per message.

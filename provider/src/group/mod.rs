@@ -27,6 +27,7 @@ mod phase;
 pub mod placement;
 pub mod pieces;
 mod proposals;
+pub mod round_trips;
 pub mod quorum;
 pub mod weights;
 pub mod vote;
@@ -450,6 +451,11 @@ impl Group {
     /// the last tick.
     pub fn leader(&self) -> u64 {
         self.counters.leader.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Its followers' answer times while it leads (see `round_trips`).
+    pub fn round_trip_metrics(&self) -> round_trips::Shown {
+        self.counters.round_trips.clone()
     }
 
     pub fn transport_stats(&self) -> TransportStats {

@@ -962,3 +962,37 @@ fn a_joiner_that_syncs_is_promoted_and_synced_without_waiting_for_a_tick() {
     a.group.stop();
     b.group.stop();
 }
+
+/// The value of the metric line `name{member="<member>"}` in `text`.
+fn metric(text: &str, name: &str, member: &str) -> Option<f64> {
+    let head = format!("{name}{{member=\"{member}\"}} ");
+    text.lines().find_map(|l| l.strip_prefix(&head)).and_then(|v| v.trim().parse().ok())
+}
+
+#[test]
+fn the_leader_times_each_followers_answers_and_counts_those_that_committed() {
+    let (a, b, c) = three_voters();
+    for i in 1..=20u64 {
+        a.group.propose(i, Bytes::copy_from_slice(&i.to_le_bytes())).unwrap();
+    }
+    assert_eq!(ordered_of(&a, 20).len(), 20);
+    let members = [&a, &b, &c];
+    let leader = members.iter().find(|m| m.group.leader() == m.group.me().id.raft_id()).expect("a member leads");
+    let shown = leader.group.round_trip_metrics();
+    let mut reg = prometheus_client::registry::Registry::default();
+    reg.register("rt", "", shown.round_trip);
+    reg.register("answers", "", shown.commit_answers);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &reg).unwrap();
+    let mut committing = 0.0;
+    for m in members.iter().filter(|m| m.group.me().id != leader.group.me().id) {
+        let name = &m.group.me().name;
+        assert!(metric(&text, "rt_count", name).is_some_and(|n| n > 0.0), "{name} answered: {text}");
+        committing += metric(&text, "answers_total", name).unwrap_or(0.0);
+    }
+    assert!(committing >= 1.0, "some answer committed: {text}");
+    assert!(metric(&text, "rt_count", &leader.group.me().name).is_none(), "the leader does not time itself: {text}");
+    for m in members {
+        m.group.stop();
+    }
+}

@@ -3,8 +3,8 @@
 //! a dashboard reads either source), text values as info metrics with the
 //! text in a label (`..._<name>_text_info{value="Synced"}`; the exporter
 //! drops them), the view-derived variables
-//! the server computes itself, and the replication latency as a
-//! histogram. Encoded by the Prometheus client's OpenMetrics encoder.
+//! the server computes itself, the replication latency as a histogram,
+//! and on the leader each follower's answer times (`group::round_trips`). Encoded by the Prometheus client's OpenMetrics encoder.
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::gauge::Gauge;
@@ -40,6 +40,18 @@ pub fn render(node: &Node) -> String {
         "Time from handing a local write set to the group until it is ordered",
         node.repl_latency_histogram(),
     );
+    if let Some(shown) = node.round_trip_metrics() {
+        reg.register(
+            "lockstep_append_round_trip_seconds",
+            "While this node leads: time from sending a member an append until it accepts it",
+            shown.round_trip,
+        );
+        reg.register(
+            "lockstep_commit_answers",
+            "While this node leads: acceptances from a member that completed a majority and committed",
+            shown.commit_answers,
+        );
+    }
     let mut out = String::new();
     // Writing to a String cannot fail.
     let _ = encode(&mut out, &reg);

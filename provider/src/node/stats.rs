@@ -164,6 +164,12 @@ impl Shared {
         self.repl_latency.histogram()
     }
 
+    /// The group's answer times per follower (see `group::round_trips`);
+    /// None while not connected.
+    pub fn round_trip_metrics(&self) -> Option<crate::group::round_trips::Shown> {
+        self.group().map(|g| g.round_trip_metrics())
+    }
+
     /// `wsrep_leader_index`: where the leader the group knows is in `view`.
     fn leader_index(&self, view: Option<&crate::group::View>) -> i64 {
         let leader = self.group().map_or(0, |g| g.leader());
