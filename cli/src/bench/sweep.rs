@@ -228,6 +228,10 @@ fn against_first_setting(spec: &BenchSpec, runs: &[SettingRun], out: &mut String
             out.push_str(&format!("  {:<34} {:<10}{ratios}\n", cell_label(cell), spec.provider_slug(p)));
         }
     }
+    // One provider: nothing to compare it with.
+    if spec.providers.len() < 2 {
+        return;
+    }
     let last = runs.len() - 1;
     out.push_str(&format!("\nat {}, tps over {}'s:\n", runs[last].setting.label, spec.provider_slug(0)));
     for (c, cell) in cells.iter().enumerate() {
@@ -382,6 +386,24 @@ mod tests {
         assert_eq!(figures, [Some((150.0, 3.0)), Some((50.0, 1.0))]);
         assert_eq!(merged[0].setup_error, None, "other rounds measured");
         assert!(merged[0].notes.iter().any(|n| n.contains("cluster did not start")));
+    }
+
+    #[test]
+    fn a_sweep_of_one_provider_compares_settings_and_no_providers() {
+        let mut slow = spec_for(Scenario::SlowNode);
+        (slow.wan_delay_ms, slow.tests, slow.threads, slow.targets) = (Some(7), vec!["oltp_update_index".into()], vec![16], vec![slow.targets[0]]);
+        let report = |spec: &BenchSpec| {
+            let runs: Vec<SettingRun> = settings(spec)
+                .into_iter()
+                .map(|setting| SettingRun { setting, runs: spec.providers.iter().map(|_| provider_run(vec![cell(100.0, 2.0)], None)).collect() })
+                .collect();
+            render(spec, &runs, Duration::from_secs(60))
+        };
+        assert!(report(&slow).contains("tps over"), "two providers");
+        slow.providers.truncate(1);
+        let text = report(&slow);
+        assert!(text.contains("tps against near"), "{text}");
+        assert!(!text.contains("tps over"), "nothing to compare one provider with: {text}");
     }
 
     #[test]
