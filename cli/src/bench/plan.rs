@@ -416,7 +416,7 @@ mod tests {
         assert_eq!(cells[1].slug(), "oltp_update_index-8t-all");
         assert_eq!(cells[7].slug(), "oltp_write_only-32t-all");
         assert!(spec.validate().is_ok());
-        // 2 providers x (55 s setup + 8 x 39 s): about 12 minutes.
+        // 2 providers x (22 s setup + 8 x 39 s): about 11 minutes.
         assert_eq!(spec.estimate(), Duration::from_secs(2 * (22 + 8 * 39)));
     }
 

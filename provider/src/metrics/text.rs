@@ -4,7 +4,8 @@
 //! text in a label (`..._<name>_text_info{value="Synced"}`; the exporter
 //! drops them), the view-derived variables
 //! the server computes itself, the replication latency as a histogram,
-//! and on the leader each follower's answer times (`group::round_trips`). Encoded by the Prometheus client's OpenMetrics encoder.
+//! and on the leader each follower's answer times (`group::round_trips`).
+//! Encoded by the Prometheus client's OpenMetrics encoder.
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::gauge::Gauge;
