@@ -122,9 +122,8 @@ fn mean_cell<'a>(first: CellOutcome, others: impl Iterator<Item = &'a CellOutcom
         failed if got.is_empty() => return failed,
         CellOutcome::Failed(_) => {}
     }
-    let n = got.len() as f64;
-    let tps = got.iter().map(|g| g.0.tps).sum::<f64>() / n;
-    let p95_ms = got.iter().map(|g| g.0.p95_ms).sum::<f64>() / n;
+    let of = |pick: fn(&SysbenchResult) -> f64| mean(&got.iter().map(|g| pick(&g.0)).collect::<Vec<_>>()).expect("a measured round");
+    let (tps, p95_ms) = (of(|s| s.tps), of(|s| s.p95_ms));
     let (sysbench, counters) = got.swap_remove(0);
     CellOutcome::Measured { sysbench: SysbenchResult { tps, p95_ms, ..sysbench }, counters }
 }

@@ -82,13 +82,15 @@ pub struct Shown {
 
 impl Default for Shown {
     fn default() -> Shown {
-        Shown { round_trip: Family::new_with_constructor(buckets), commit_answers: Family::default() }
+        Shown { round_trip: Family::new_with_constructor(latency_histogram), commit_answers: Family::default() }
     }
 }
 
-/// 100 us (loopback) to 6.5 s (a far member behind a full window), as
-/// `lockstep_repl_latency_seconds`.
-fn buckets() -> Histogram {
+/// The buckets of lockstep's latency histograms (these round trips and
+/// `lockstep_repl_latency_seconds`): 100 us, a commit on loopback, to
+/// 6.5 s, a WAN round trip behind flow control or a far member behind a
+/// full window.
+pub fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.0, 17))
 }
 

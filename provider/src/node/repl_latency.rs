@@ -9,7 +9,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::histogram::Histogram;
 
 pub(super) struct ReplLatency {
     period: Mutex<Period>,
@@ -19,9 +19,7 @@ pub(super) struct ReplLatency {
 
 impl Default for ReplLatency {
     fn default() -> ReplLatency {
-        // 100 us to 6.5 s: a commit on loopback to a WAN round trip
-        // behind flow control.
-        ReplLatency { period: Default::default(), histogram: Histogram::new(exponential_buckets(0.0001, 2.0, 17)) }
+        ReplLatency { period: Default::default(), histogram: crate::group::round_trips::latency_histogram() }
     }
 }
 
