@@ -201,6 +201,7 @@ fn plan(o: &Options, provider: PathBuf) -> Result<Plan, String> {
         testcase_timeout_min: o.testcase_timeout_min,
         suite_timeout_min: o.suite_timeout_min,
         big_test: o.big_test,
+        stock_sst: o.stock_sst,
         extra: o.mtr_args.clone(),
     };
     invocation.ports()?;

@@ -37,6 +37,8 @@ pub struct Invocation {
     pub testcase_timeout_min: u32,
     pub suite_timeout_min: u32,
     pub big_test: bool,
+    /// Leave mariabackup's donor pause alone (see `DONOR_WAIT`).
+    pub stock_sst: bool,
     pub extra: Vec<String>,
 }
 
@@ -87,11 +89,21 @@ impl Invocation {
             .map(|a| quote(a))
             .collect::<Vec<_>>()
             .join(" ");
+        let bash_env = match self.donor_wait() {
+            Some(path) => format!("BASH_ENV={} ", quote(&path.to_string_lossy())),
+            None => String::new(),
+        };
         Ok(format!(
-            "cd {MTR_DIR} && WSREP_PROVIDER={} MTR_BINDIR_FORCED={} perl {args}",
+            "cd {MTR_DIR} && WSREP_PROVIDER={} MTR_BINDIR_FORCED={} {bash_env}perl {args}",
             quote(&self.provider.to_string_lossy()),
             quote(&self.mysqld_dir().to_string_lossy())
         ))
+    }
+
+    /// Where `DONOR_WAIT` is written, unless --stock-sst: beside the
+    /// vardir, like the wrapper.
+    pub fn donor_wait(&self) -> Option<PathBuf> {
+        (!self.stock_sst).then(|| self.vardir.with_file_name("sst-donor-wait.bash"))
     }
 
     /// Where the `mariadbd` wrapper lives (see `install_mysqld_wrapper`):
@@ -125,6 +137,36 @@ fn install_mysqld_wrapper(dir: &Path) -> io::Result<()> {
     std::fs::write(&path, script)?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
 }
+
+/// MariaDB's mariabackup SST donor script streams the GTID file to the
+/// joiner, then sleeps a fixed 10 s so that the joiner can listen again
+/// before the backup's own connection, whatever the data size: most of a
+/// two-server mtr test's time, for Galera as for lockstep. Bash sources
+/// BASH_ENV before it runs a script, and mtr's servers pass the variable
+/// on to the SST scripts they start: in the donor script only, this ends
+/// that sleep as soon as the joiner's SST port listens again (mtr's
+/// servers share the loopback, so `ss` on the donor sees the joiner's
+/// socket), and after the same 10 s at most. The joiner's first listener
+/// stops listening once it accepts the GTID stream, so a listener seen
+/// now is the second one. Without `ss`, the sleep is unchanged.
+const DONOR_WAIT: &str = r#"# Written by lockstep conformance (--stock-sst leaves it out).
+if [ "${0##*/}" = wsrep_sst_mariabackup ] && command -v ss >/dev/null 2>&1; then
+    sleep() {
+        if [ "$*" = 10 ] && [ -n "${SST_PORT:-}" ]; then
+            local tries=100
+            while [ "$tries" -gt 0 ]; do
+                if [ -n "$(ss -Hltn "sport = :$SST_PORT" 2>/dev/null)" ]; then
+                    return 0
+                fi
+                tries=$((tries - 1))
+                command sleep 0.1
+            done
+            return 0
+        fi
+        command sleep "$@"
+    }
+fi
+"#;
 
 /// mtr looks for garbd at `garb/garbd` beside the provider library, then
 /// at /usr/bin/garbd, which is Galera's. Cargo builds ours beside the
@@ -164,7 +206,12 @@ pub fn run(inv: &Invocation, log: &Path, mut on_line: impl FnMut(&str)) -> io::R
     writeln!(log, "# {}", inv.shell_line().map_err(io::Error::other)?)?;
     install_mysqld_wrapper(&inv.mysqld_dir())?;
     link_garbd(&inv.provider)?;
-    let mut child = Command::new("perl")
+    let mut command = Command::new("perl");
+    if let Some(path) = inv.donor_wait() {
+        std::fs::write(&path, DONOR_WAIT)?;
+        command.env("BASH_ENV", path);
+    }
+    let mut child = command
         .args(inv.args().map_err(io::Error::other)?)
         .current_dir(MTR_DIR)
         .env("WSREP_PROVIDER", &inv.provider)
@@ -296,6 +343,7 @@ mod tests {
             testcase_timeout_min: 4,
             suite_timeout_min: 360,
             big_test: false,
+            stock_sst: false,
             extra: vec![],
         }
     }
@@ -321,6 +369,7 @@ mod tests {
         let inv = Invocation {
             tests: vec!["wsrep.trans".into()],
             big_test: true,
+            stock_sst: false,
             extra: vec!["--verbose".into()],
             ..invocation()
         };
@@ -345,6 +394,46 @@ mod tests {
             .shell_line()
             .unwrap()
             .starts_with("cd /usr/share/mysql/mysql-test && WSREP_PROVIDER=/usr/lib/galera"));
+    }
+
+    #[test]
+    fn the_donor_wait_is_named_on_the_command_line_unless_stock_sst() {
+        let line = invocation().shell_line().unwrap();
+        assert!(line.contains(" BASH_ENV=/tmp/lockstep_conformance/sst-donor-wait.bash perl "));
+        let stock = Invocation { stock_sst: true, ..invocation() };
+        assert!(!stock.shell_line().unwrap().contains("BASH_ENV"));
+        assert_eq!(stock.donor_wait(), None);
+    }
+
+    /// The donor script's `sleep 10` ends once its joiner's port listens;
+    /// another script's sleep is left alone.
+    #[test]
+    fn the_donor_wait_ends_when_the_joiner_listens() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("lockstep-donor-wait-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let env = dir.join("env.bash");
+        std::fs::write(&env, DONOR_WAIT).unwrap();
+        let joiner = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = joiner.local_addr().unwrap().port();
+        let body = format!("#!/usr/bin/env bash\nset -eu\nSST_PORT={port}\nsleep 10\n");
+        let timed = |name: &str| {
+            let script = dir.join(name);
+            std::fs::write(&script, &body).unwrap();
+            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let started = Instant::now();
+            let status = Command::new("timeout")
+                .args(["3", &script.to_string_lossy()])
+                .env("BASH_ENV", &env)
+                .status()
+                .unwrap();
+            (status.success(), started.elapsed())
+        };
+        let (done, took) = timed("wsrep_sst_mariabackup");
+        assert!(done && took < Duration::from_secs(3), "the donor slept {took:?}");
+        // Any other script keeps its 10 s: `timeout 3` stops it.
+        assert!(!timed("wsrep_sst_other").0);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -67,6 +67,10 @@ pub struct Cli {
     /// Echo all of mtr's output, not only result lines.
     #[arg(long)]
     pub verbose: bool,
+    /// Keep mariabackup's donor pause as installed (10 s before each SST's
+    /// stream), instead of ending it once the joiner listens.
+    #[arg(long)]
+    pub stock_sst: bool,
     /// Passed to mariadb-test-run.pl as they are (after --).
     #[arg(last = true, value_name = "MTR-ARGS")]
     pub mtr_args: Vec<String>,
@@ -97,6 +101,7 @@ pub struct Options {
     pub suite_timeout_min: u32,
     pub compare: Option<PathBuf>,
     pub verbose: bool,
+    pub stock_sst: bool,
     pub mtr_args: Vec<String>,
 }
 
@@ -116,6 +121,7 @@ impl TryFrom<Cli> for Options {
             suite_timeout_min: cli.suite_timeout_min,
             compare: cli.compare,
             verbose: cli.verbose,
+            stock_sst: cli.stock_sst,
             mtr_args: cli.mtr_args,
         })
     }
