@@ -213,8 +213,9 @@ pub(crate) struct Driver {
     arbitrator_hold: super::arbitrator_hold::ArbitratorHold,
     answers: super::answers::Answers,
     round_trips: super::round_trips::RoundTrips,
-    /// Each follower's metric series, by raft id (see `round_trips`).
-    answer_series: BTreeMap<u64, super::round_trips::Series>,
+    /// Each follower's name and metric series, by raft id (see
+    /// `round_trips`).
+    answer_series: BTreeMap<u64, (String, super::round_trips::Series)>,
     flow: Arc<FlowGate>,
     /// Members the transport is asked to keep links to.
     pub(super) peers: std::collections::BTreeSet<u64>,
@@ -738,9 +739,21 @@ impl Driver {
         }
         if !self.answer_series.contains_key(&from) {
             let Some(m) = self.state.member_by_raft_id(from) else { return };
-            self.answer_series.insert(from, self.counters.round_trips.series(&m.info.name));
+            let name = m.info.name.clone();
+            let series = self.counters.round_trips.series(&name);
+            self.answer_series.insert(from, (name, series));
         }
-        self.answer_series[&from].record(took, moved);
+        self.answer_series[&from].1.record(took, moved);
+    }
+
+    /// Members that left take their answer series off the metrics page.
+    fn forget_answers_of_the_gone(&mut self) {
+        let gone: Vec<u64> = self.answer_series.keys().copied().filter(|id| self.state.member_by_raft_id(*id).is_none()).collect();
+        for id in gone {
+            if let Some((name, _)) = self.answer_series.remove(&id) {
+                self.counters.round_trips.forget(&name);
+            }
+        }
     }
 
     /// Sends `frame` to each of `to`, encoded once.
@@ -1137,6 +1150,7 @@ impl Driver {
                 let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
                 self.fc.retain_members(&ids);
                 self.cluster_lag.retain_members(&ids);
+                self.forget_answers_of_the_gone();
                 self.publish_flow();
                 if me_out && matches!(self.phase, Phase::Leaving(_)) {
                     // The leave is done: what the group orders after it
@@ -1386,6 +1400,7 @@ impl Driver {
         self.bootstrap = Some((self.state.history(), self.state.seqno()));
         self.state.reform(keep_alone_view);
         self.refresh_peers();
+        self.forget_answers_of_the_gone();
         let _ = self.incarnation.raw.campaign();
     }
 

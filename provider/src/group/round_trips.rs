@@ -104,9 +104,22 @@ pub struct Series {
 
 impl Shown {
     pub fn series(&self, member: &str) -> Series {
-        let labels = vec![("member".to_string(), member.to_string())];
+        let labels = labels(member);
         Series { round_trip: self.round_trip.get_or_create(&labels).clone(), commit_answers: self.commit_answers.get_or_create(&labels).clone() }
     }
+
+    /// `member` left the group: its series go from the page, or a removed
+    /// member would be shown for as long as this process runs. One that
+    /// joins again starts from zero, which Prometheus reads as a reset.
+    pub fn forget(&self, member: &str) {
+        let labels = labels(member);
+        self.round_trip.remove(&labels);
+        self.commit_answers.remove(&labels);
+    }
+}
+
+fn labels(member: &str) -> Labels {
+    vec![("member".to_string(), member.to_string())]
 }
 
 impl Series {
@@ -184,5 +197,10 @@ mod tests {
         assert!(text.contains("lockstep_commit_answers_total{member=\"node2\"} 2"), "{text}");
         assert!(text.contains("lockstep_append_round_trip_seconds_count{member=\"node3\"} 1"), "{text}");
         assert!(!text.contains("lockstep_commit_answers_total{member=\"node3\"} 1"), "{text}");
+        shown.forget("node3");
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &reg).unwrap();
+        assert!(!text.contains("node3"), "a member that left is not shown: {text}");
+        assert!(text.contains("lockstep_commit_answers_total{member=\"node2\"} 2"), "{text}");
     }
 }

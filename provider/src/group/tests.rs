@@ -970,7 +970,7 @@ fn metric(text: &str, name: &str, member: &str) -> Option<f64> {
 }
 
 #[test]
-fn the_leader_times_each_followers_answers_and_counts_those_that_committed() {
+fn the_leader_times_each_followers_answers_counts_those_that_committed_and_forgets_who_left() {
     let (a, b, c) = three_voters();
     for i in 1..=20u64 {
         a.group.propose(i, Bytes::copy_from_slice(&i.to_le_bytes())).unwrap();
@@ -992,6 +992,16 @@ fn the_leader_times_each_followers_answers_and_counts_those_that_committed() {
     }
     assert!(committing >= 1.0, "some answer committed: {text}");
     assert!(metric(&text, "rt_count", &leader.group.me().name).is_none(), "the leader does not time itself: {text}");
+
+    // A member that leaves takes its series off the page.
+    let gone = members.iter().find(|m| m.group.me().id != leader.group.me().id).unwrap();
+    gone.group.leave();
+    leader.until("view of 2 after the leave", view_with(2));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &reg).unwrap();
+    let name = &gone.group.me().name;
+    assert!(metric(&text, "rt_count", name).is_none(), "{name} left: {text}");
+    assert!(metric(&text, "answers_total", name).is_none(), "{name} left: {text}");
     for m in members {
         m.group.stop();
     }
