@@ -144,20 +144,28 @@ fn install_mysqld_wrapper(dir: &Path) -> io::Result<()> {
 /// two-server mtr test's time, for Galera as for lockstep. Bash sources
 /// BASH_ENV before it runs a script, and mtr's servers pass the variable
 /// on to the SST scripts they start: in the donor script only, this ends
-/// that sleep as soon as the joiner's SST port listens again (mtr's
-/// servers share the loopback, so `ss` on the donor sees the joiner's
-/// socket), and after the same 10 s at most. The joiner's first listener
-/// stops listening once it accepts the GTID stream, so a listener seen
-/// now is the second one. Without `ss`, the sleep is unchanged.
+/// that sleep as soon as the joiner's second listener is up, and after
+/// the same 10 s at most. mtr's servers share the loopback, so `ss` on
+/// the donor sees the joiner's socket. The first listener (for the GTID
+/// file) may still show for a moment after its transfer, so a listener
+/// counts only if its process started after the donor script did: the
+/// first one was listening before the joiner asked for a donor. Without
+/// `ss`, or without a listener's pid, the sleep is unchanged.
 const DONOR_WAIT: &str = r#"# Written by lockstep conformance (--stock-sst leaves it out).
 if [ "${0##*/}" = wsrep_sst_mariabackup ] && command -v ss >/dev/null 2>&1; then
+    # Field 22 of /proc/PID/stat, the start time; the name before it may hold spaces.
+    lockstep_started() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+    lockstep_donor_started=$(lockstep_started $$)
     sleep() {
-        if [ "$*" = 10 ] && [ -n "${SST_PORT:-}" ]; then
-            local tries=100
+        if [ "$*" = 10 ] && [ -n "${SST_PORT:-}" ] && [ -n "$lockstep_donor_started" ]; then
+            local tries=100 pid started
             while [ "$tries" -gt 0 ]; do
-                if [ -n "$(ss -Hltn "sport = :$SST_PORT" 2>/dev/null)" ]; then
-                    return 0
-                fi
+                for pid in $(ss -Hltnp "sport = :$SST_PORT" 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2); do
+                    started=$(lockstep_started "$pid")
+                    if [ -n "$started" ] && [ "$started" -gt "$lockstep_donor_started" ]; then
+                        return 0
+                    fi
+                done
                 tries=$((tries - 1))
                 command sleep 0.1
             done
@@ -405,34 +413,31 @@ mod tests {
         assert_eq!(stock.donor_wait(), None);
     }
 
-    /// The donor script's `sleep 10` ends once its joiner's port listens;
-    /// another script's sleep is left alone.
+    /// The donor script's `sleep 10` ends once a listener started after
+    /// the script holds the joiner's port; one that was there before
+    /// (the GTID file's) does not end it, nor does any other script's.
+    /// (Start times count in clock ticks: the listener starts 0.1 s in.)
     #[test]
-    fn the_donor_wait_ends_when_the_joiner_listens() {
+    fn the_donor_wait_ends_when_the_joiners_second_listener_is_up() {
         use std::os::unix::fs::PermissionsExt;
         let dir = std::env::temp_dir().join(format!("lockstep-donor-wait-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let env = dir.join("env.bash");
         std::fs::write(&env, DONOR_WAIT).unwrap();
-        let joiner = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = joiner.local_addr().unwrap().port();
-        let body = format!("#!/usr/bin/env bash\nset -eu\nSST_PORT={port}\nsleep 10\n");
-        let timed = |name: &str| {
+        let run = |name: &str, body: String| {
             let script = dir.join(name);
-            std::fs::write(&script, &body).unwrap();
+            std::fs::write(&script, format!("#!/usr/bin/env bash\nset -eu\n{body}")).unwrap();
             std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-            let started = Instant::now();
-            let status = Command::new("timeout")
-                .args(["3", &script.to_string_lossy()])
-                .env("BASH_ENV", &env)
-                .status()
-                .unwrap();
-            (status.success(), started.elapsed())
+            let status = Command::new("timeout").args(["3", &script.to_string_lossy()]).env("BASH_ENV", &env).status();
+            status.unwrap().success()
         };
-        let (done, took) = timed("wsrep_sst_mariabackup");
-        assert!(done && took < Duration::from_secs(3), "the donor slept {took:?}");
-        // Any other script keeps its 10 s: `timeout 3` stops it.
-        assert!(!timed("wsrep_sst_other").0);
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let second = format!("SST_PORT={free}\nsleep 0.1\ntimeout 4 socat -u TCP-LISTEN:{free},reuseaddr - >/dev/null &\nsleep 10\nkill $!\n");
+        assert!(run("wsrep_sst_mariabackup", second.clone()), "the donor slept on");
+        assert!(!run("wsrep_sst_other", second), "another script's sleep is its own");
+        let first = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = first.local_addr().unwrap().port();
+        assert!(!run("wsrep_sst_mariabackup", format!("SST_PORT={port}\nsleep 10\n")), "a listener older than the donor");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
