@@ -50,7 +50,7 @@ fn seeded_schedules_keep_every_invariant() {
     });
     results.sort_by_key(|(seed, _)| *seed);
     let mut failed = Vec::new();
-    let (mut seqnos, mut acked, mut conflicts, mut faults, mut relayed) = (0i64, 0usize, 0u64, 0usize, 0u64);
+    let (mut seqnos, mut acked, mut conflicts, mut faults, mut relayed, mut own) = (0i64, 0usize, 0u64, 0usize, 0u64, 0u64);
     for (seed, r) in results {
         match r {
             Ok(s) => {
@@ -59,12 +59,13 @@ fn seeded_schedules_keep_every_invariant() {
                 conflicts += s.conflicts;
                 faults += s.faults.len();
                 relayed += s.relayed;
+                own += s.own;
             }
             Err(e) => failed.push(format!("seed {seed}: {e}")),
         }
     }
     eprintln!(
-        "simulation: {} seeds ({}..{}), {} passed; {} seqnos ordered, {} writesets acknowledged, {} certification conflicts, {} faults injected, {} relay frames",
+        "simulation: {} seeds ({}..{}), {} passed; {} seqnos ordered, {} writesets acknowledged, {} certification conflicts, {} faults injected, {} relay frames, {} appends without their receiver's own payloads",
         count,
         first,
         first + count - 1,
@@ -73,7 +74,8 @@ fn seeded_schedules_keep_every_invariant() {
         acked,
         conflicts,
         faults,
-        relayed
+        relayed,
+        own
     );
     assert!(
         failed.is_empty(),
@@ -92,4 +94,13 @@ fn segmented_seeds_relay_appends() {
     assert!(relayed > 0, "no relay frame in four segmented seeds");
     let unsegmented: u64 = run_all(vec![2, 4]).into_iter().map(|(seed, r)| r.unwrap_or_else(|e| panic!("seed {seed}: {e}")).relayed).sum();
     assert_eq!(unsegmented, 0);
+}
+
+/// Members other than the third take their own writesets back without
+/// the payloads (see `own_payloads`): the seeds must actually send such
+/// appends, or they would not test them.
+#[test]
+fn origins_get_appends_without_their_own_payloads() {
+    let own: u64 = run_all(vec![2, 4, 6, 8]).into_iter().map(|(seed, r)| r.unwrap_or_else(|e| panic!("seed {seed}: {e}")).own).sum();
+    assert!(own > 0, "no append without own payloads in four seeds");
 }

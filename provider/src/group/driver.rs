@@ -213,6 +213,9 @@ pub(crate) struct Driver {
     arbitrator_hold: super::arbitrator_hold::ArbitratorHold,
     answers: super::answers::Answers,
     round_trips: super::round_trips::RoundTrips,
+    /// What went to each follower, so that its own payloads go back to it
+    /// only once (see `own_payloads`).
+    own_payloads: super::own_payloads::Sent,
     /// Each follower's name and metric series, by raft id (see
     /// `round_trips`).
     answer_series: BTreeMap<u64, (String, super::round_trips::Series)>,
@@ -361,6 +364,7 @@ impl Driver {
             arbitrator_hold: Default::default(),
             answers: Default::default(),
             round_trips: Default::default(),
+            own_payloads: Default::default(),
             answer_series: BTreeMap::new(),
             flow,
             peers: Default::default(),
@@ -704,6 +708,14 @@ impl Driver {
                 }
                 Err(why) => log::warning!("ignoring a relay frame from {:x}: {}", from, why),
             },
+            Frame::Own(mut m, left_out) => {
+                let proposals = &self.proposals;
+                match super::own_payloads::fill(&mut m, &left_out, self.me.id, |token| proposals.body(token).cloned()) {
+                    Ok(()) => self.on_frame(from, Frame::Raft(m)),
+                    // Raft sends it again, whole (see `own_payloads`).
+                    Err(why) => log::debug!("dropping an append from {:x}: {}", from, why),
+                }
+            }
             Frame::Join { member, previous } => self.on_join_request(member, previous),
             Frame::Probe => self.tell_if_removed(from),
             Frame::Commit(notice) => self.on_commit_notice(from, notice),
@@ -903,8 +915,18 @@ impl Driver {
         let relay_of = |to| if relays.is_empty() { None } else { net.segment(to).and_then(|s| relays.get(&s).copied()) };
         for out in super::relay::route(msgs, relay_of) {
             match out {
-                Out::Direct(m) => self.send_frame([m.to], &Frame::Raft(m)),
-                Out::Relay { via, msgs } => self.send_relayed(via, msgs),
+                Out::Direct(mut m) => {
+                    let to = m.to;
+                    let left_out = self.own_payloads.leave_out(&mut m, self.net.fills_own_payloads(to));
+                    let frame = if left_out.is_empty() { Frame::Raft(m) } else { Frame::Own(m, left_out) };
+                    self.send_frame([to], &frame)
+                }
+                Out::Relay { via, msgs } => {
+                    for m in &msgs {
+                        let _ = self.own_payloads.note(m);
+                    }
+                    self.send_relayed(via, msgs)
+                }
             }
         }
     }
@@ -1150,6 +1172,7 @@ impl Driver {
                 let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
                 self.fc.retain_members(&ids);
                 self.cluster_lag.retain_members(&ids);
+                self.own_payloads.retain_members(&ids);
                 self.forget_answers_of_the_gone();
                 self.publish_flow();
                 if me_out && matches!(self.phase, Phase::Leaving(_)) {

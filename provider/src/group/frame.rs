@@ -36,6 +36,11 @@ const KIND_RELAY: u8 = 10;
 /// A join request from a `gcs.stateless` member (as `KIND_JOIN_ARBITRATOR`).
 const KIND_JOIN_STATELESS: u8 = 11;
 const KIND_HOLD: u8 = 12;
+/// A Raft message to the origin of some of its entries, without their
+/// payloads (see `own_payloads`): a count u16, then each left-out entry's
+/// position u32 and payload length u64, then the protobuf. Sent only to
+/// a member whose handshake had `FEATURE_OWN_PAYLOADS`.
+const KIND_OWN: u8 = 13;
 
 #[derive(Debug, PartialEq)]
 pub(crate) enum Frame {
@@ -63,6 +68,19 @@ pub(crate) enum Frame {
     /// The leader to an arbitrator: the lowest log index a data voter has
     /// matched, which its log keeps (see `arbitrator_hold`).
     Hold(u64),
+    /// A Raft message whose entries at these positions are the
+    /// receiver's own writesets, sent without their payloads of these
+    /// lengths (see `own_payloads`).
+    Own(Message, Vec<LeftOut>),
+}
+
+/// An entry of a `Frame::Own` sent without its payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LeftOut {
+    /// Its place in the message's entries.
+    pub position: u32,
+    /// The payload's length.
+    pub len: u64,
 }
 
 #[derive(Debug, PartialEq)]
@@ -128,6 +146,10 @@ impl Frame {
                 out.extend_from_slice(&index.to_le_bytes());
                 KIND_HOLD
             }
+            Frame::Own(m, left_out) => {
+                encode_own(m, left_out, &mut out)?;
+                KIND_OWN
+            }
             Frame::Commit(n) => {
                 out.extend_from_slice(&n.term.to_le_bytes());
                 out.extend_from_slice(&n.index.to_le_bytes());
@@ -160,6 +182,7 @@ impl Frame {
             KIND_LAG => Frame::Lag(r.u32().map_err(|e| FrameError::Malformed("lag report", e))?),
             KIND_RELAY => decode_relay(&mut r)?,
             KIND_HOLD => Frame::Hold(r.u64().map_err(|e| FrameError::Malformed("arbitrator's log hold", e))?),
+            KIND_OWN => return decode_own(&mut r),
             k => return Err(FrameError::Kind(k)),
         };
         r.end().map_err(|e| FrameError::Malformed("group frame", e))?;
@@ -171,6 +194,12 @@ impl Frame {
 /// them).
 pub(crate) fn is_relay(kind: u8) -> bool {
     kind == KIND_RELAY
+}
+
+/// Whether a frame of `kind` is a `Frame::Own` (the simulator counts
+/// them).
+pub(crate) fn is_own(kind: u8) -> bool {
+    kind == KIND_OWN
 }
 
 fn decode_join(r: &mut Reader<'_>, arbitrator: bool, stateless: bool) -> Result<Frame, WireError> {
@@ -214,6 +243,41 @@ fn decode_relay(r: &mut Reader<'_>) -> Result<Frame, FrameError> {
         msgs.push(Message::parse_from_bytes(b).map_err(|e| FrameError::Raft(e.to_string()))?);
     }
     Ok(Frame::Relay(msgs))
+}
+
+fn encode_own(m: &Message, left_out: &[LeftOut], out: &mut Vec<u8>) -> Result<(), String> {
+    let count = u16::try_from(left_out.len()).map_err(|_| format!("{} payloads left out of one append", left_out.len()))?;
+    out.extend_from_slice(&count.to_le_bytes());
+    for l in left_out {
+        out.extend_from_slice(&l.position.to_le_bytes());
+        out.extend_from_slice(&l.len.to_le_bytes());
+    }
+    m.write_to_writer(out).map_err(|e| e.to_string())
+}
+
+/// The positions must name entries of the message, in order, each with
+/// a head and no payload: anything else is not what a leader sends.
+fn decode_own(r: &mut Reader<'_>) -> Result<Frame, FrameError> {
+    let bad = |e| FrameError::Malformed("append without own payloads", e);
+    let count = r.u16().map_err(bad)? as usize;
+    let mut left_out = Vec::with_capacity(count.min(r.remaining() / 12));
+    for _ in 0..count {
+        left_out.push(LeftOut { position: r.u32().map_err(bad)?, len: r.u64().map_err(bad)? });
+    }
+    let m = Message::parse_from_bytes(r.take(r.remaining()).map_err(bad)?).map_err(|e| FrameError::Raft(e.to_string()))?;
+    if left_out.is_empty() {
+        return Err(bad(WireError::Empty));
+    }
+    let mut previous = None;
+    for l in &left_out {
+        let fits = m.entries.get(l.position as usize).is_some_and(|e| e.data.is_empty() && !e.context.is_empty());
+        if !fits || previous.is_some_and(|p| p >= l.position) || l.len == 0 {
+            let why = format!("payload of entry {} of {} left out ({} bytes)", l.position, m.entries.len(), l.len);
+            return Err(FrameError::Raft(why));
+        }
+        previous = Some(l.position);
+    }
+    Ok(Frame::Own(m, left_out))
 }
 
 fn decode_left(r: &mut Reader<'_>) -> Result<Frame, WireError> {
@@ -260,7 +324,15 @@ pub(crate) fn every_frame() -> Vec<Frame> {
         Frame::Lag(1234),
         Frame::Relay(vec![m.clone(), Message { to: 3, term: 7, ..Default::default() }]),
         Frame::Hold(81267),
+        Frame::Own(own_append(), vec![LeftOut { position: 0, len: 300 }, LeftOut { position: 2, len: 1 << 20 }]),
     ]
+}
+
+/// An append of three entries, the first and the last without payloads.
+#[cfg(test)]
+fn own_append() -> Message {
+    let entry = |index: u64, data: &[u8]| raft::prelude::Entry { index, term: 7, context: Bytes::from_static(b"head"), data: Bytes::copy_from_slice(data), ..Default::default() };
+    Message { to: 2, term: 7, entries: vec![entry(10, b""), entry(11, b"kept"), entry(12, b"")].into(), ..Default::default() }
 }
 
 #[cfg(test)]
@@ -277,7 +349,8 @@ mod tests {
 
     #[test]
     fn a_cut_or_lengthened_frame_is_refused_unless_an_older_member_sent_it() {
-        for f in every_frame().into_iter().filter(|f| !matches!(f, Frame::Raft(_) | Frame::Probe)) {
+        // A protobuf cut at a field's end still parses.
+        for f in every_frame().into_iter().filter(|f| !matches!(f, Frame::Raft(_) | Frame::Probe | Frame::Own(..))) {
             let (kind, payload) = f.encode().expect("encodes");
             let mut longer = payload.to_vec();
             longer.push(0);
@@ -292,6 +365,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Frame::decode(13, &[]), Err(FrameError::Kind(13)));
+        assert_eq!(Frame::decode(14, &[]), Err(FrameError::Kind(14)));
     }
 }

@@ -38,6 +38,11 @@ pub trait Links: Send + Sync {
     fn segment(&self, _id: PeerId) -> Option<u8> {
         None
     }
+    /// Whether a linked member takes appends without the payloads of
+    /// its own entries (see `own_payloads`); false: a build that cannot.
+    fn fills_own_payloads(&self, _id: PeerId) -> bool {
+        false
+    }
     fn stop(&self);
 }
 
@@ -68,6 +73,9 @@ impl Links for Transport {
     }
     fn segment(&self, id: PeerId) -> Option<u8> {
         Transport::segment(self, id)
+    }
+    fn fills_own_payloads(&self, id: PeerId) -> bool {
+        Transport::fills_own_payloads(self, id)
     }
     fn stop(&self) {
         Transport::stop(self)

@@ -23,6 +23,7 @@ pub mod liveness;
 mod load;
 mod log;
 mod membership;
+mod own_payloads;
 mod phase;
 pub mod placement;
 pub mod pieces;

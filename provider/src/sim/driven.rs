@@ -71,6 +71,11 @@ impl Links for SimLinks {
     fn segment(&self, id: PeerId) -> Option<u8> {
         self.segmented.then(|| (index_of(id) % 2) as u8)
     }
+    // Member 2 speaks as a build without it: every simulation sends
+    // appends both with and without the receiver's own payloads.
+    fn fills_own_payloads(&self, id: PeerId) -> bool {
+        index_of(id) != 2
+    }
 }
 
 /// The simulation's time, set before every step.

@@ -103,6 +103,8 @@ pub struct Summary {
     pub messages: u64,
     /// Appends that went through a relay of another segment.
     pub relayed: u64,
+    /// Appends sent to their entries' origin without its payloads.
+    pub own: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,6 +173,7 @@ pub fn run(seed: u64, trace: bool) -> Result<Summary, String> {
         faults: sim.faults,
         messages: sim.net.sent(),
         relayed: sim.net.relayed,
+        own: sim.net.own,
     })
 }
 

@@ -48,6 +48,8 @@ pub struct Network {
     sent: u64,
     /// Relay frames sent (see `group::relay`).
     pub relayed: u64,
+    /// Appends sent without their receiver's own payloads.
+    pub own: u64,
     /// Last delivery time per link, to keep each link in order.
     link_clock: HashMap<(usize, usize), u64>,
     /// Side of the current partition per member (all 0: none).
@@ -70,6 +72,7 @@ impl Network {
             in_flight: HashMap::new(),
             sent: 0,
             relayed: 0,
+            own: 0,
             link_clock: HashMap::new(),
             side: Vec::new(),
             drop_percent,
@@ -88,6 +91,9 @@ impl Network {
     pub fn send(&mut self, rng: &mut Rng, now: u64, env: Envelope, held_until: u64) -> Result<(), String> {
         if matches!(&env.msg, Msg::Frame { kind, .. } if crate::group::frame::is_relay(*kind)) {
             self.relayed += 1;
+        }
+        if matches!(&env.msg, Msg::Frame { kind, .. } if crate::group::frame::is_own(*kind)) {
+            self.own += 1;
         }
         if !self.connected(env.from, env.to) || rng.chance(self.drop_percent) {
             return Ok(());

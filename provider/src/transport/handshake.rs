@@ -13,8 +13,8 @@
 //! the same pair of members identically on both ends (see `peers`). The
 //! segment (`gmcast.segment`) came later: a peer without it is of a build
 //! that cannot relay (see `group::relay`), so it is `None`, not segment 0.
-//! The features came after it (bits: `deflate::FEATURE_DEFLATE`); none
-//! when absent.
+//! The features came after it (bits: `deflate::FEATURE_DEFLATE`,
+//! `FEATURE_OWN_PAYLOADS`); none when absent.
 
 use std::io::{self, Read, Write};
 
@@ -22,6 +22,14 @@ use super::frame::{self, FrameError, HELLO, REFUSE, VERSION, WELCOME};
 use super::PeerId;
 use crate::gtid::Uuid;
 use crate::wire::{put_str, Reader};
+
+/// The handshake's feature bit: this node takes an append whose entries
+/// it originated without their payloads, from its own copies (see
+/// `group::own_payloads`).
+pub const FEATURE_OWN_PAYLOADS: u8 = 2;
+
+/// Every feature this build has, as its Hello and Welcome say.
+pub const FEATURES: u8 = super::deflate::FEATURE_DEFLATE | FEATURE_OWN_PAYLOADS;
 
 /// How an allowlist refusal starts, in Galera's words: mtr tests suppress
 /// the accepting side's line by them, and the refused side says it

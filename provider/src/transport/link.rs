@@ -57,9 +57,18 @@ pub struct PeerInfo {
     pub segment: Option<u8>,
     /// It reads compressed frames (see `deflate`).
     pub reads_deflate: bool,
+    /// It fills in the payloads of its own entries (see `group::own_payloads`).
+    pub fills_own_payloads: bool,
 }
 
 impl PeerInfo {
+    /// Who announced `features` in its handshake.
+    pub fn new(id: PeerId, uuid: Uuid, addr: String, segment: Option<u8>, features: u8) -> PeerInfo {
+        let reads_deflate = features & super::deflate::FEATURE_DEFLATE != 0;
+        let fills_own_payloads = features & super::handshake::FEATURE_OWN_PAYLOADS != 0;
+        PeerInfo { id, uuid, addr, segment, reads_deflate, fills_own_payloads }
+    }
+
     /// It said it is in another segment than `mine` (a build that says
     /// nothing is taken for one without segments).
     pub fn in_other_segment(&self, mine: u8) -> bool {

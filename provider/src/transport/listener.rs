@@ -11,8 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::frame::{self, REFUSE, WELCOME};
-use super::deflate::FEATURE_DEFLATE;
-use super::handshake::{self, Failure, Hello, Welcome};
+use super::handshake::{self, Failure, Hello, Welcome, FEATURES};
 use super::link::{self, PeerInfo};
 use super::tls::{self, Session};
 use super::{net, Shared};
@@ -226,7 +225,7 @@ impl Shared {
             // dials (galera.mdev-22063 once in CI).
             Err(f @ Failure::Gone) => return info!("dropping connection from {}: {}", from, f),
         };
-        let welcome = Welcome { uuid: self.me.uuid, id: self.me.id, listen: self.me.listen.clone(), segment: Some(self.me.segment), features: FEATURE_DEFLATE };
+        let welcome = Welcome { uuid: self.me.uuid, id: self.me.id, listen: self.me.listen.clone(), segment: Some(self.me.segment), features: FEATURES };
         if hello.uuid == self.me.uuid {
             // Our own first contact reached us (gcomm:// lists every node,
             // this one too): say who we are, the dialer then lets go.
@@ -245,7 +244,7 @@ impl Shared {
         }
         let addr = if hello.listen.is_empty() { from.to_string() } else { hello.listen.clone() };
         let rank = link::rank(self.me.id, hello.id, hello.id, hello.nonce);
-        let peer = PeerInfo { id: hello.id, uuid: hello.uuid, addr, segment: hello.segment, reads_deflate: hello.features & FEATURE_DEFLATE != 0 };
+        let peer = PeerInfo::new(hello.id, hello.uuid, addr, hello.segment, hello.features);
         if let Err(e) = self.establish(s, session, reg, peer, rank) {
             info!("dropping connection from {}: {}", from, e);
         }

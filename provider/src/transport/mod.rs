@@ -416,6 +416,11 @@ impl Transport {
         self.shared.live_link(id).and_then(|l| l.peer.segment)
     }
 
+    /// Whether `id`, linked now, said it fills in its own payloads.
+    pub fn fills_own_payloads(&self, id: PeerId) -> bool {
+        self.shared.live_link(id).is_some_and(|l| l.peer.fills_own_payloads)
+    }
+
     /// Whether `send` may write a frame itself when its link is idle
     /// (see `link`), rather than wake the link's writer: its owner says
     /// so while its own thread has time to spare for the system call.

@@ -11,8 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::deflate::FEATURE_DEFLATE;
-use super::handshake::{self, Failure, Hello};
+use super::handshake::{self, Failure, Hello, FEATURES};
 use super::link::{self, Link, PeerInfo, Rank};
 use super::net::{self, Registered};
 use super::tls::{self, Session};
@@ -283,7 +282,7 @@ impl Shared {
             listen: self.me.listen.clone(),
             nonce,
             segment: Some(self.me.segment),
-            features: FEATURE_DEFLATE,
+            features: FEATURES,
         };
         let session = match tls {
             None => None,
@@ -321,7 +320,7 @@ impl Shared {
             return Err(Failure::Broken("isolated".into()));
         }
         let listen = if welcome.listen.is_empty() { addr.to_string() } else { welcome.listen };
-        let peer = PeerInfo { id: welcome.id, uuid: welcome.uuid, addr: listen, segment: welcome.segment, reads_deflate: welcome.features & FEATURE_DEFLATE != 0 };
+        let peer = PeerInfo::new(welcome.id, welcome.uuid, listen, welcome.segment, welcome.features);
         let rank = link::rank(self.me.id, peer.id, self.me.id, nonce);
         let installed = self.establish(&stream, session, reg, peer.clone(), rank).map_err(Failure::Broken)?;
         Ok((installed, peer))

@@ -189,6 +189,20 @@ fn two_nodes_exchange_frames_both_ways_in_order() {
     assert_eq!((sb.bytes_received, sb.frames_dropped), (sa.bytes_sent, 0));
 }
 
+#[test]
+fn a_peer_fills_its_own_payloads_only_if_its_handshake_said_so() {
+    let (a, b) = (node(), node());
+    a.t.set_peer(b.id, &b.addr());
+    b.wait_up(a.id);
+    a.wait_up(b.id);
+    assert!(a.t.fills_own_payloads(b.id) && b.t.fills_own_payloads(a.id));
+    // An older build's handshake has no such feature.
+    let (_older, id) = fake_peer(a.t.local_addr());
+    a.wait_up(id);
+    assert!(!a.t.fills_own_payloads(id));
+    assert!(!a.t.fills_own_payloads(12345), "not linked");
+}
+
 /// A writeset's row images: the same row twice, as a frame of Raft
 /// appends carries them.
 fn row_images(i: u32) -> Bytes {
