@@ -917,7 +917,8 @@ impl Driver {
             match out {
                 Out::Direct(mut m) => {
                     let to = m.to;
-                    let left_out = self.own_payloads.leave_out(&mut m, self.net.fills_own_payloads(to));
+                    let net = &self.net;
+                    let left_out = self.own_payloads.leave_out(&mut m, || net.fills_own_payloads(to));
                     let frame = if left_out.is_empty() { Frame::Raft(m) } else { Frame::Own(m, left_out) };
                     self.send_frame([to], &frame)
                 }

@@ -39,12 +39,15 @@ pub(super) struct Sent {
 }
 
 impl Sent {
-    /// Notes the append `m` and, if `m.to` takes it (`fills`), leaves out
-    /// the payloads of the entries it originated that it is sent for the
-    /// first time; what was left out, by position.
-    pub fn leave_out(&mut self, m: &mut Message, fills: bool) -> Vec<LeftOut> {
+    /// Notes the append `m` and, if `m.to` takes it (`fills`, asked only
+    /// when there is something to leave out: it looks up the link), leaves
+    /// out the payloads of the entries it originated that it is sent for
+    /// the first time; what was left out, by position.
+    pub fn leave_out(&mut self, m: &mut Message, fills: impl FnOnce() -> bool) -> Vec<LeftOut> {
         let Some(first_unsent) = self.note(m) else { return Vec::new() };
-        if !fills {
+        let to = m.to;
+        let mine = |e: &RaftEntry| e.index >= first_unsent && !e.data.is_empty() && origin(e) == Some(to);
+        if !m.entries.iter().any(mine) || !fills() {
             return Vec::new();
         }
         let mut left_out = Vec::new();
@@ -52,11 +55,10 @@ impl Sent {
             if left_out.len() == usize::from(u16::MAX) {
                 break; // what a frame can list; the rest keep theirs
             }
-            if e.index < first_unsent || e.data.is_empty() || origin(e) != Some(m.to) {
-                continue;
+            if mine(e) {
+                left_out.push(LeftOut { position: position as u32, len: e.data.len() as u64 });
+                e.data = Bytes::new();
             }
-            left_out.push(LeftOut { position: position as u32, len: e.data.len() as u64 });
-            e.data = Bytes::new();
         }
         left_out
     }
@@ -139,7 +141,7 @@ mod tests {
         let entries = vec![entry(5, ordered(ME, 7, b"mine")), entry(6, ordered(OTHER, 1, b"theirs")), entry(7, piece)];
         let full = append(ME.raft_id(), entries);
         let mut m = full.clone();
-        let left_out = sent.leave_out(&mut m, true);
+        let left_out = sent.leave_out(&mut m, || true);
         assert_eq!(left_out, vec![LeftOut { position: 0, len: 4 }, LeftOut { position: 2, len: 3 }]);
         assert!(m.entries[0].data.is_empty() && m.entries[2].data.is_empty());
         assert_eq!(&m.entries[1].data[..], b"theirs");
@@ -154,7 +156,7 @@ mod tests {
 
         // Sent again (Raft's repair): whole.
         let mut again = full.clone();
-        assert!(sent.leave_out(&mut again, true).is_empty());
+        assert!(sent.leave_out(&mut again, || true).is_empty());
         assert_eq!(again, full);
     }
 
@@ -162,28 +164,28 @@ mod tests {
     fn nothing_is_left_out_for_another_member_a_build_without_it_or_other_messages() {
         let mut sent = Sent::default();
         let mut to_other = append(OTHER.raft_id(), vec![entry(5, ordered(ME, 7, b"mine"))]);
-        assert!(sent.leave_out(&mut to_other, true).is_empty());
+        assert!(sent.leave_out(&mut to_other, || true).is_empty());
         let mut older = append(ME.raft_id(), vec![entry(5, ordered(ME, 7, b"mine"))]);
-        assert!(sent.leave_out(&mut older, false).is_empty());
+        assert!(sent.leave_out(&mut older, || false).is_empty());
         assert_eq!(&older.entries[0].data[..], b"mine");
         // Index 5 went to ME whole; 6 is new.
         let mut next = append(ME.raft_id(), vec![entry(5, ordered(ME, 7, b"mine")), entry(6, ordered(ME, 8, b"more"))]);
-        assert_eq!(sent.leave_out(&mut next, true), vec![LeftOut { position: 1, len: 4 }]);
+        assert_eq!(sent.leave_out(&mut next, || true), vec![LeftOut { position: 1, len: 4 }]);
         let mut heartbeat = Message { msg_type: MessageType::MsgHeartbeat, to: ME.raft_id(), ..Default::default() };
-        assert!(sent.leave_out(&mut heartbeat, true).is_empty());
+        assert!(sent.leave_out(&mut heartbeat, || true).is_empty());
     }
 
     #[test]
     fn a_payload_not_held_or_not_the_same_size_refuses_the_message() {
         let full = append(ME.raft_id(), vec![entry(5, ordered(ME, 7, b"mine"))]);
         let mut m = full.clone();
-        let left_out = Sent::default().leave_out(&mut m, true);
+        let left_out = Sent::default().leave_out(&mut m, || true);
         assert!(fill(&mut m.clone(), &left_out, ME, |_| None).unwrap_err().contains("no longer held"));
         assert!(fill(&mut m.clone(), &left_out, ME, |_| Some(Bytes::from_static(b"mine!"))).is_err());
         assert!(fill(&mut m.clone(), &left_out, OTHER, |_| Some(Bytes::from_static(b"mine"))).unwrap_err().contains("not a writeset"));
         let piece = Entry::Piece { origin: ME, token: 8, total: 10, offset: 8, data: Bytes::from_static(b"89") };
         let mut p = append(ME.raft_id(), vec![entry(5, piece)]);
-        let left_out = Sent::default().leave_out(&mut p, true);
+        let left_out = Sent::default().leave_out(&mut p, || true);
         assert!(fill(&mut p.clone(), &left_out, ME, |_| Some(Bytes::from_static(b"0123456789"))).is_ok());
         assert!(fill(&mut p.clone(), &left_out, ME, |_| Some(Bytes::from_static(b"012345678"))).is_err(), "another total");
     }
