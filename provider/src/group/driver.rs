@@ -552,10 +552,7 @@ impl Driver {
     /// back from the leader, and would keep a second copy of a big
     /// writeset in its log. None: no longer held.
     fn own_payload(&self, token: u64, offset: u64, len: usize) -> Option<Bytes> {
-        let body = self.proposals.body(token)?;
-        let offset = offset as usize;
-        let end = offset.checked_add(len).filter(|end| *end <= body.len())?;
-        Some(body.slice(offset..end))
+        super::own_payloads::part(self.proposals.body(token)?, offset, len)
     }
 
     /// A writeset of ours failed: its client hears it, and what of it may

@@ -47,20 +47,17 @@ impl Sent {
         let Some(first_unsent) = self.note(m) else { return Vec::new() };
         let to = m.to;
         let mine = |e: &RaftEntry| e.index >= first_unsent && !e.data.is_empty() && origin(e) == Some(to);
-        if !m.entries.iter().any(mine) || !fills() {
+        // At most what a frame can list; the rest keep theirs.
+        let positions: Vec<usize> = m.entries.iter().enumerate().filter(|(_, e)| mine(e)).map(|(i, _)| i).take(usize::from(u16::MAX)).collect();
+        if positions.is_empty() || !fills() {
             return Vec::new();
         }
-        let mut left_out = Vec::new();
-        for (position, e) in m.entries.iter_mut().enumerate() {
-            if left_out.len() == usize::from(u16::MAX) {
-                break; // what a frame can list; the rest keep theirs
-            }
-            if mine(e) {
-                left_out.push(LeftOut { position: position as u32, len: e.data.len() as u64 });
-                e.data = Bytes::new();
-            }
-        }
-        left_out
+        let left_out_at = |i: usize| {
+            let e = &mut m.entries[i];
+            let len = std::mem::take(&mut e.data).len() as u64;
+            LeftOut { position: i as u32, len }
+        };
+        positions.into_iter().map(left_out_at).collect()
     }
 
     /// Records an append's entries as sent; the lowest index not sent to
@@ -103,14 +100,21 @@ pub(super) fn fill(m: &mut Message, left_out: &[LeftOut], me: Uuid, body: impl F
         let data = match head {
             Some(Entry::Ordered { origin, token, .. }) if origin == me => body(token).filter(|b| b.len() == len),
             Some(Entry::Piece { origin, token, total, offset, .. }) if origin == me => {
-                let end = (offset as usize).checked_add(len);
-                body(token).filter(|b| b.len() as u64 == total && end.is_some_and(|end| end <= b.len())).map(|b| b.slice(offset as usize..offset as usize + len))
+                body(token).filter(|b| b.len() as u64 == total).and_then(|b| part(&b, offset, len))
             }
             _ => return Err(format!("entry {} is not a writeset of this member's", e.index)),
         };
         e.data = data.ok_or_else(|| format!("the payload of entry {} is no longer held here", e.index))?;
     }
     Ok(())
+}
+
+/// Bytes `offset..offset + len` of `body`, as a view of it; None when
+/// they are not all in it.
+pub(super) fn part(body: &Bytes, offset: u64, len: usize) -> Option<Bytes> {
+    let offset = usize::try_from(offset).ok()?;
+    let end = offset.checked_add(len).filter(|end| *end <= body.len())?;
+    Some(body.slice(offset..end))
 }
 
 #[cfg(test)]
@@ -188,5 +192,6 @@ mod tests {
         let left_out = Sent::default().leave_out(&mut p, || true);
         assert!(fill(&mut p.clone(), &left_out, ME, |_| Some(Bytes::from_static(b"0123456789"))).is_ok());
         assert!(fill(&mut p.clone(), &left_out, ME, |_| Some(Bytes::from_static(b"012345678"))).is_err(), "another total");
+        assert!(fill(&mut p.clone(), &left_out, ME, |_| Some(Bytes::from_static(b"0123456789X"))).is_err(), "a longer writeset");
     }
 }
