@@ -2,6 +2,7 @@
 //! tests share (one launcher, two users).
 
 pub mod bench;
+pub mod check;
 pub mod cluster;
 pub mod conformance;
 pub mod options;

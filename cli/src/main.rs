@@ -2,7 +2,7 @@
 //! clap `Cli` in its module; this file only names them.
 
 use clap::{Parser, Subcommand};
-use lockstep_cli::{bench, cluster, conformance, options, top};
+use lockstep_cli::{bench, check, cluster, conformance, options, top};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -16,6 +16,8 @@ struct Lockstep {
 enum Command {
     /// sysbench on fresh clusters: Galera vs lockstep, side by side
     Bench(bench::cli::Cli),
+    /// What a cluster promises, checked under faults: acknowledged commits across crashes
+    Check(check::cli::Cli),
     /// A local cluster of mariadbd processes: up, status, sql, down
     Cluster(cluster::cli::Cli),
     /// MariaDB's mtr galera/wsrep suites against a provider
@@ -29,6 +31,7 @@ enum Command {
 fn main() -> ExitCode {
     match Lockstep::parse().command {
         Command::Bench(cli) => bench::cli::run_cli(cli),
+        Command::Check(cli) => check::cli::run_cli(cli),
         Command::Cluster(cli) => cluster::cli::run_cli(cli),
         Command::Conformance(cli) => conformance::run_cli(cli),
         Command::Options(cli) => options::run_cli(cli),

@@ -175,6 +175,13 @@ impl<'a> Node<'a> {
         self.start_as(Start::Member, &mut |_| {})
     }
 
+    /// [`Node::start_member`] without the recovery step Debian's
+    /// `mariadb.service` runs first (`galera_recovery`): mariadbd with its
+    /// configuration only, as an operator who starts it by hand does.
+    pub fn start_member_plainly(&self) -> Result<()> {
+        self.start_as(Start::Plain, &mut |_| {})
+    }
+
     fn start_as(&self, how: Start, progress: &mut dyn FnMut(Phase)) -> Result<()> {
         let started = Instant::now();
         // From before the launch: the error log is appended to across restarts.
@@ -211,6 +218,7 @@ impl<'a> Node<'a> {
             .iter()
             .all(|n| *n == self.index);
         let bootstrap = alone && matches!(how, Start::BootstrapIfAlone);
+        let recover = !matches!(how, Start::Plain);
         let mut slot = self.cluster.slot(self.index);
         if let Some(p) = slot.as_mut() {
             if p.alive() {
@@ -229,7 +237,9 @@ impl<'a> Node<'a> {
             args.push(format!("--wsrep_cluster_address={BOOTSTRAP_ADDRESS}"));
         }
         let mariadbd = &self.cluster.tools()?.mariadbd;
-        args.extend(super::recovery::start_position(mariadbd, &paths));
+        if recover {
+            args.extend(super::recovery::start_position(mariadbd, &paths));
+        }
         let process = process::spawn(mariadbd, &args, &paths.stdout_log)?;
         let pid = process.pid;
         *slot = Some(process);
@@ -446,6 +456,8 @@ enum Start {
     /// Never: it joins (or, after a whole-cluster crash, recovers with)
     /// the others.
     Member,
+    /// As `Member`, without `galera_recovery`'s `--wsrep-recover` first.
+    Plain,
 }
 
 /// Reads what a log file gained since the watch began (the error log is

@@ -10,6 +10,8 @@
 //!   nodes; the final value is the number of increments that succeeded;
 //! - [`causal`]: a row committed on one node is visible on every other
 //!   node to a read with `wsrep_sync_wait=1`;
+//! - [`inserts`]: autocommit inserts of rows of their own from every node
+//!   while nodes are killed; every acknowledged insert is on every node;
 //! - [`converge`]: waiting until every node has committed the same seqno,
 //!   and the provider's own counters (cert failures, BF aborts, flow
 //!   control) over a run.
@@ -29,6 +31,7 @@ pub mod bank;
 pub mod causal;
 pub mod converge;
 pub mod hot_row;
+pub mod inserts;
 mod rng;
 mod sql;
 

@@ -1,0 +1,251 @@
+//! Does an acknowledged commit survive a crash? Rounds of: writers on
+//! every node insert (autocommit) for a while; one node, a majority or
+//! every node gets SIGKILL, one after another, while they write; the
+//! killed nodes start again, as Debian's `mariadb.service` starts them
+//! (`galera_recovery` first) or plainly; once every node is Synced, every
+//! insert a client was told had committed is looked up on every node, and
+//! the nodes' rows and checksums are compared (`workload::inserts`).
+
+use crate::cluster::{Cluster, ClusterSpec};
+use crate::workload::inserts::{self, Acked, InsertConfig};
+use crate::workload::Divergence;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Which nodes a round kills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kill {
+    /// Every node.
+    All,
+    /// One node (each round the next one).
+    One,
+    /// The smallest majority (each round starting at the next node).
+    Majority,
+}
+
+impl Kill {
+    pub fn parse(text: &str) -> Result<Kill, String> {
+        match text {
+            "all" => Ok(Kill::All),
+            "one" => Ok(Kill::One),
+            "majority" => Ok(Kill::Majority),
+            _ => Err(format!("{text:?}: expected all, one or majority")),
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Kill::All => "all",
+            Kill::One => "one",
+            Kill::Majority => "majority",
+        }
+    }
+
+    /// The nodes round `round` kills, in the order it kills them.
+    pub fn victims(self, nodes: usize, round: u32) -> Vec<usize> {
+        let count = match self {
+            Kill::All => nodes,
+            Kill::One => 1,
+            Kill::Majority => nodes / 2 + 1,
+        };
+        (0..count).map(|i| (round as usize + i) % nodes + 1).collect()
+    }
+}
+
+/// How the killed nodes start again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// As Debian's `mariadb.service`: `galera_recovery` (`mariadbd
+    /// --wsrep-recover`), then mariadbd with `--wsrep_start_position`.
+    Systemd,
+    /// mariadbd with its configuration only.
+    Plain,
+}
+
+impl Start {
+    pub fn parse(text: &str) -> Result<Start, String> {
+        match text {
+            "systemd" => Ok(Start::Systemd),
+            "plain" => Ok(Start::Plain),
+            _ => Err(format!("{text:?}: expected systemd or plain")),
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Start::Systemd => "systemd",
+            Start::Plain => "plain",
+        }
+    }
+}
+
+/// One round's setting: what is killed, how it starts again, how long
+/// the writers write first.
+#[derive(Clone, Copy, Debug)]
+pub struct RoundSpec {
+    pub kill: Kill,
+    pub start: Start,
+    pub load: Duration,
+    /// Between two kills of a round.
+    pub kill_gap: Duration,
+    /// How long the writers go on after the last kill (the survivors'
+    /// commits meanwhile count too).
+    pub after_kill: Duration,
+    /// From the first restart until every node must be Synced.
+    pub recovery_timeout: Duration,
+}
+
+/// What one round found.
+#[derive(Clone, Debug)]
+pub struct Round {
+    pub round: u32,
+    pub victims: Vec<usize>,
+    pub acked: Acked,
+    /// Acknowledged inserts missing, per node (node, count).
+    pub lost: Vec<(usize, usize)>,
+    /// From the first restart to every node Synced; None when the cluster
+    /// did not recover in time (the error says why).
+    pub recovery: Option<Duration>,
+    pub divergences: Vec<Divergence>,
+    pub error: Option<String>,
+}
+
+impl Round {
+    pub fn lost_total(&self) -> usize {
+        self.lost.iter().map(|(_, n)| n).sum()
+    }
+
+    /// Nothing lost, nothing diverged, back in time.
+    pub fn clean(&self) -> bool {
+        self.error.is_none() && self.divergences.is_empty()
+    }
+}
+
+/// A cluster for the check: `spec` with every node's
+/// `innodb_flush_log_at_trx_commit` set, up and with the table created.
+pub fn cluster(spec: ClusterSpec, flush: u8) -> crate::cluster::Result<Cluster> {
+    let cluster = Cluster::up(spec.mysqld_option(format!("innodb_flush_log_at_trx_commit={flush}")))?;
+    inserts::setup(&cluster, 1).map_err(|e| crate::cluster::Error::msg(e.to_string()))?;
+    Ok(cluster)
+}
+
+/// One round on a running cluster; the round number keeps its ids apart
+/// from every other round's.
+pub fn round(cluster: &Cluster, spec: &RoundSpec, writers: &InsertConfig, number: u32) -> Round {
+    let nodes: Vec<usize> = (1..=cluster.len()).collect();
+    let victims = spec.kill.victims(cluster.len(), number);
+    let stop = AtomicBool::new(false);
+    let (acked, killed) = std::thread::scope(|scope| {
+        let load = scope.spawn(|| inserts::write_until(cluster, &nodes, writers, number, &stop));
+        std::thread::sleep(spec.load);
+        let killed = kill(cluster, &victims, spec.kill_gap);
+        std::thread::sleep(spec.after_kill);
+        stop.store(true, Ordering::Relaxed);
+        (load.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), killed)
+    });
+    let mut out = Round { round: number, victims: victims.clone(), acked, lost: Vec::new(), recovery: None, divergences: Vec::new(), error: None };
+    if let Err(e) = killed {
+        out.error = Some(e);
+        return out;
+    }
+    match restart(cluster, &victims, spec) {
+        Ok(took) => out.recovery = Some(took),
+        Err(e) => {
+            out.error = Some(e);
+            return out;
+        }
+    }
+    if let Err(e) = verify(cluster, &nodes, &mut out) {
+        out.error = Some(e.to_string());
+    }
+    out
+}
+
+/// SIGKILL to each victim in turn, `gap` apart.
+fn kill(cluster: &Cluster, victims: &[usize], gap: Duration) -> Result<(), String> {
+    for (i, n) in victims.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(gap);
+        }
+        cluster.node(*n).kill().map_err(|e| format!("killing node{n}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Starts every victim at once, none bootstrapping, and waits until the
+/// whole cluster is Synced; how long that took.
+fn restart(cluster: &Cluster, victims: &[usize], spec: &RoundSpec) -> Result<Duration, String> {
+    let started = Instant::now();
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = victims
+            .iter()
+            .map(|&n| {
+                scope.spawn(move || {
+                    let node = cluster.node(n);
+                    match spec.start {
+                        Start::Systemd => node.start_member(),
+                        Start::Plain => node.start_member_plainly(),
+                    }
+                    .map_err(|e| format!("node{n} did not come back: {e}"))
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)).err()).collect()
+    });
+    if let Some(first) = failures.into_iter().next() {
+        return Err(first);
+    }
+    let left = spec.recovery_timeout.saturating_sub(started.elapsed());
+    cluster.wait_synced(left).map_err(|e| format!("the cluster did not become Synced: {e}"))?;
+    Ok(started.elapsed())
+}
+
+fn verify(cluster: &Cluster, nodes: &[usize], out: &mut Round) -> crate::workload::Result<()> {
+    let held = inserts::held(cluster, nodes)?;
+    let sums = inserts::checksums(cluster, nodes)?;
+    out.lost = inserts::lost(&out.acked.ids, &held).into_iter().map(|(n, ids)| (n, ids.len())).collect();
+    out.divergences = inserts::divergences(&out.acked.ids, &held, &sums);
+    Ok(())
+}
+
+/// `rounds` rounds of one setting on a running cluster, numbered from
+/// `first`, each reported as it ends. A round after which the cluster
+/// did not recover ends the series: the cluster is unusable.
+pub fn series(cluster: &Cluster, spec: &RoundSpec, writers: &InsertConfig, first: u32, rounds: u32, report: &mut dyn FnMut(&Round)) -> Vec<Round> {
+    let mut all = Vec::new();
+    for number in first..first + rounds {
+        let r = round(cluster, spec, writers, number);
+        report(&r);
+        let broken = r.recovery.is_none();
+        all.push(r);
+        if broken {
+            break;
+        }
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn victims_rotate_and_a_majority_is_the_smallest_one() {
+        assert_eq!(Kill::All.victims(3, 5), vec![3, 1, 2]);
+        assert_eq!(Kill::One.victims(3, 0), vec![1]);
+        assert_eq!(Kill::One.victims(3, 4), vec![2]);
+        assert_eq!(Kill::Majority.victims(3, 1), vec![2, 3]);
+        assert_eq!(Kill::Majority.victims(5, 0), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn settings_parse_from_their_labels() {
+        for k in [Kill::All, Kill::One, Kill::Majority] {
+            assert_eq!(Kill::parse(k.label()), Ok(k));
+        }
+        for s in [Start::Systemd, Start::Plain] {
+            assert_eq!(Start::parse(s.label()), Ok(s));
+        }
+        assert!(Kill::parse("two").is_err());
+    }
+}
