@@ -76,6 +76,10 @@ struct CrashArgs {
     /// Extra wsrep_provider_options entry for every node (repeatable)
     #[arg(long = "provider-option", value_name = "K=V")]
     provider_options: Vec<String>,
+    /// Stop at the first round that lost or diverged, leaving the
+    /// cluster's data as that round found it
+    #[arg(long)]
+    stop_on_failure: bool,
     /// Also write the summary table to FILE
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -153,9 +157,9 @@ fn provider_series(args: &CrashArgs, provider: &Provider, flush: u8, writers: &I
             after_kill: Duration::from_secs(1),
             recovery_timeout: Duration::from_secs(args.recovery_timeout),
         };
-        let rounds = crash::series(&cluster, &spec, writers, first, args.rounds, &mut |r| report_round(&label, flush, &spec, r));
+        let rounds = crash::series(&cluster, &spec, writers, (first, args.rounds), args.stop_on_failure, &mut |r| report_round(&label, flush, &spec, r));
         first += args.rounds;
-        let broken = rounds.last().is_some_and(|r| r.recovery.is_none());
+        let broken = rounds.last().is_some_and(|r| r.recovery.is_none() || (args.stop_on_failure && !r.clean()));
         out.push(series_of(kill, start, rounds, None));
         if broken {
             break; // the cluster is unusable: the other settings of this provider do not run

@@ -205,18 +205,25 @@ fn verify(cluster: &Cluster, nodes: &[usize], out: &mut Round) -> crate::workloa
     let sums = inserts::checksums(cluster, nodes)?;
     out.lost = inserts::lost(&out.acked.ids, &held).into_iter().map(|(n, ids)| (n, ids.len())).collect();
     out.divergences = inserts::divergences(&out.acked.ids, &held, &sums);
+    if !out.divergences.is_empty() {
+        let path = cluster.dir().join(format!("round-{}.divergences", out.round));
+        let text: String = out.divergences.iter().map(|d| format!("{d}\n")).collect();
+        let _ = std::fs::write(&path, text);
+    }
     Ok(())
 }
 
 /// `rounds` rounds of one setting on a running cluster, numbered from
 /// `first`, each reported as it ends. A round after which the cluster
-/// did not recover ends the series: the cluster is unusable.
-pub fn series(cluster: &Cluster, spec: &RoundSpec, writers: &InsertConfig, first: u32, rounds: u32, report: &mut dyn FnMut(&Round)) -> Vec<Round> {
+/// did not recover ends the series: the cluster is unusable; with
+/// `stop_on_failure`, so does any round that was not clean (its data
+/// stays as it was found, for a look).
+pub fn series(cluster: &Cluster, spec: &RoundSpec, writers: &InsertConfig, (first, rounds): (u32, u32), stop_on_failure: bool, report: &mut dyn FnMut(&Round)) -> Vec<Round> {
     let mut all = Vec::new();
     for number in first..first + rounds {
         let r = round(cluster, spec, writers, number);
         report(&r);
-        let broken = r.recovery.is_none();
+        let broken = r.recovery.is_none() || (stop_on_failure && !r.clean());
         all.push(r);
         if broken {
             break;

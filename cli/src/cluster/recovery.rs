@@ -19,7 +19,7 @@ pub fn start_position(mariadbd: &Path, paths: &NodePaths) -> Option<String> {
         return None;
     }
     let log = paths.dir.join("wsrep-recover.log");
-    let _ = std::fs::remove_file(&log);
+    // Appended to, as the error log is: every recovery stays readable.
     let status = Command::new(mariadbd)
         .arg(format!("--defaults-file={}", paths.cnf.display()))
         .arg("--wsrep-recover")

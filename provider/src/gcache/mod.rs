@@ -325,6 +325,15 @@ impl Gcache {
         self.run.last()
     }
 
+    /// The newest configuration change cached at or before `seqno`.
+    pub fn last_view(&self, seqno: Seqno) -> Option<(Seqno, Bytes)> {
+        let at = self.run.last_of_kind(Kind::View, seqno)?;
+        match self.range(at, at)?.pop()? {
+            (s, Cached::View { conf }) => Some((s, conf)),
+            _ => None,
+        }
+    }
+
     /// Bytes of the cached records (ring and pages).
     pub fn bytes(&self) -> usize {
         self.run.bytes() as usize

@@ -68,6 +68,13 @@ impl Run {
         Some(self.first + i as Seqno)
     }
 
+    /// The newest seqno at or before `seqno` whose record is of `kind`.
+    pub fn last_of_kind(&self, kind: Kind, seqno: Seqno) -> Option<Seqno> {
+        let end = self.index(seqno.min(self.last()?))?;
+        let i = self.slots.range(..=end).rposition(|s| s.kind == kind)?;
+        Some(self.first + i as Seqno)
+    }
+
     /// Appends the seqno that follows the last one (any, when empty).
     pub fn push(&mut self, seqno: Seqno, slot: Slot) {
         match self.last() {

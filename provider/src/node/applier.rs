@@ -21,6 +21,9 @@ use crate::writeset::{flags, WriteSet};
 pub(super) enum Item {
     /// `connected_cb`: first view of this connection.
     Connected(View),
+    /// `connected_cb` and `view_cb` of the restart view, then the tail
+    /// of this node's gcache, applied (see `replay`).
+    Resume { view: View, tail: super::replay::Tail },
     View(View),
     Apply { seqno: Seqno, ws: WriteSet, verdict: Verdict },
     /// A joiner's first view: ask for the state and wait for it.
@@ -109,6 +112,10 @@ impl Shared {
                 }
                 Flow::Continue
             }
+            Item::Resume { view, tail } => match self.apply_tail(ctx, &view, tail) {
+                true => Flow::Continue,
+                false => Flow::Failed,
+            },
             Item::View(v) if v.primary && v.seqno <= self.skip_upto.load(Ordering::SeqCst) => Flow::Continue,
             Item::View(v) => {
                 self.deliver_view(ctx, &v);

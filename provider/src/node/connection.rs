@@ -41,10 +41,12 @@ impl Shared {
         self.start_group(cluster_name, mode, bootstrap, donor)
     }
 
-    /// A new primary component continues this node's history when its
-    /// position is known; otherwise it starts a new history.
+    /// A new primary component continues this node's history (after the
+    /// tail its gcache holds, see `replay`) when its position is known;
+    /// otherwise it starts a new history.
     fn bootstrap_position(&self) -> (Uuid, Seqno) {
-        let (history, position) = (self.history(), self.apply.last_left());
+        let end = self.log_end();
+        let (history, position) = (end.uuid, end.seqno);
         if history.is_nil() || position < 0 {
             (Uuid::random(), SEQNO_UNDEFINED)
         } else {
@@ -86,7 +88,7 @@ impl Shared {
             Mode::Bootstrap { .. } => None,
         };
         let previous = previous.map(|(member, view)| {
-            let position = self.last_committed();
+            let position = self.log_end();
             log::info!("this node was member {} of a {}-member primary view when it stopped without leaving, at {}; telling the cluster", member, view.len(), position);
             crate::group::recovery::Previous { member, view, position: (position.uuid, position.seqno) }
         });

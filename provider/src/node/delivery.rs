@@ -120,6 +120,9 @@ impl Delivery for NodeDelivery {
 
 impl Shared {
     fn on_event(&self, ev: GroupEvent) {
+        if matches!(ev, GroupEvent::Ordered { .. } | GroupEvent::View(_) | GroupEvent::Restored { .. }) {
+            self.settle_tail();
+        }
         match ev {
             GroupEvent::Ordered { seqno, origin, token, payload } => self.on_ordered(seqno, origin, token, payload),
             GroupEvent::View(v) => self.on_view(v),
@@ -192,7 +195,7 @@ impl Shared {
         gcache.set_history(view.history);
         gcache.continue_after(view.seqno);
         drop(gcache);
-        self.take_view(view);
+        self.take_view(view, None);
     }
 
     fn on_ordered(&self, seqno: Seqno, origin: Uuid, token: u64, payload: Bytes) {
@@ -264,23 +267,23 @@ impl Shared {
             // incarnation (not its own, my_idx -1): its data and monitors
             // are where they were, only certification follows the replay.
             let replayed = v.my_idx < 0 && self.status().rejoining;
-            if !replayed {
-                self.adopt_history(&v);
-            }
+            let resume = if replayed { None } else { self.adopt_history(&v) };
             self.cert.lock().unwrap_or_else(|e| e.into_inner()).skip(v.seqno);
             let mut gcache = self.gcache.lock().unwrap_or_else(|e| e.into_inner());
             gcache.set_history(v.history);
             gcache.push(v.seqno, crate::gcache::Cached::View { conf: Bytes::from(v.encode()) });
             drop(gcache);
             self.last_ordered.store(v.seqno, Ordering::SeqCst);
+            return self.take_view(v, resume);
         }
-        self.take_view(v);
+        self.take_view(v, None);
     }
 
     /// Records a view and queues what the server must hear of it. Views
     /// before this node is a member (a joiner replaying the log) only move
-    /// the position.
-    fn take_view(&self, v: View) {
+    /// the position. `resume`: the restart view and the gcache tail the
+    /// server hears first (see `replay`).
+    fn take_view(&self, v: View, resume: Option<(View, super::replay::Tail)>) {
         if v.primary && v.my_idx >= 0 {
             // Running: the position lives in InnoDB until a clean close.
             let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
@@ -322,7 +325,10 @@ impl Shared {
             return;
         }
         if first {
-            self.queue.push(Item::Connected(v.clone()));
+            match resume {
+                Some((view, tail)) => self.queue.push(Item::Resume { view, tail }),
+                None => self.queue.push(Item::Connected(v.clone())),
+            };
             if joining {
                 // The view a joiner enters with is in the state it will
                 // receive: no view_cb for it now; the server hears it
@@ -336,17 +342,24 @@ impl Shared {
     }
 
     /// A bootstrap that starts a new history (this node had no position)
-    /// begins right before its first view.
-    fn adopt_history(&self, v: &View) {
+    /// begins right before its first view. One that continues the tail of
+    /// this node's gcache starts certifying there, and its server hears
+    /// the restart view and the tail first: what it returns.
+    fn adopt_history(&self, v: &View) -> Option<(View, super::replay::Tail)> {
         let position = self.cert.lock().unwrap_or_else(|e| e.into_inner()).position();
         if v.history == self.history() && position == v.seqno - 1 {
-            return;
+            return None;
+        }
+        if let Some(tail) = self.tail_before(v) {
+            self.cert.lock().unwrap_or_else(|e| e.into_inner()).reset(v.seqno - 1);
+            return Some((self.restart_view(tail, v), tail));
         }
         log::info!("starting history {} at {} (was {}:{})", v.history, v.seqno - 1, self.history(), position);
         self.cert.lock().unwrap_or_else(|e| e.into_inner()).reset(v.seqno - 1);
         self.apply.reset(v.seqno - 1);
         self.commit.reset(v.seqno - 1);
         self.status().history = v.history;
+        None
     }
 
     fn on_member_state(&self, state: MemberState, desync_count: u32) {

@@ -138,7 +138,7 @@ impl Shared {
 
     /// Seqnos `from..=to` from the gcache, read without holding its lock
     /// (the group thread caches every seqno under it).
-    fn cached(&self, from: Seqno, to: Seqno) -> Option<Vec<(Seqno, Cached)>> {
+    pub(super) fn cached(&self, from: Seqno, to: Seqno) -> Option<Vec<(Seqno, Cached)>> {
         let plan = self.gcache.lock().unwrap_or_else(|e| e.into_inner()).plan(from, to)?;
         plan.read()
     }
@@ -255,7 +255,18 @@ impl Shared {
     /// `views_before` (the view this node entered with comes after the
     /// IST). True when the server heard a view, or is to hear the view
     /// this node joined in (configuration `join_conf`) after the IST.
-    fn apply_ist_item(&self, ctx: RecvCtx, seqno: Seqno, item: Cached, views_before: Seqno, join_conf: i64) -> bool {
+    pub(super) fn apply_ist_item(&self, ctx: RecvCtx, seqno: Seqno, item: Cached, views_before: Seqno, join_conf: i64) -> bool {
+        if self.recovered_holds(seqno) {
+            self.pass_monitors(seqno);
+            self.recovered_passed(seqno);
+            return false;
+        }
+        let heard = self.apply_gap_item(ctx, seqno, item, views_before, join_conf);
+        self.recovered_passed(seqno);
+        heard
+    }
+
+    fn apply_gap_item(&self, ctx: RecvCtx, seqno: Seqno, item: Cached, views_before: Seqno, join_conf: i64) -> bool {
         match item {
             // Galera's IST delivers the configuration changes the joiner
             // missed to its server, in order (with own index -1 where it

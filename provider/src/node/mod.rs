@@ -23,6 +23,7 @@ mod local;
 mod pause;
 pub mod recv_queue;
 mod repl_latency;
+mod replay;
 pub mod saved_state;
 mod view_state;
 mod ist;
@@ -33,6 +34,7 @@ mod stats;
 mod toi;
 mod trx;
 mod vote;
+mod wsrep_recover;
 pub mod types;
 
 use std::collections::HashMap;
@@ -187,6 +189,12 @@ pub struct Shared {
     fc_cached_limits: AtomicU64,
     /// The latest ordered seqnos, to serve joiners by IST.
     gcache: Mutex<crate::gcache::Gcache>,
+    /// What the gcache held beyond the data's position at start (see
+    /// `replay`), until the node forms a component or joins one.
+    tail: Mutex<Option<replay::Tail>>,
+    /// Seqnos crash recovery left out below the data's position (see
+    /// `wsrep_recover`), until they are applied.
+    holes: Mutex<Option<wsrep_recover::Holes>>,
     /// An incremental transfer this node receives as a joiner.
     ist: Arc<crate::transfer::inbox::Incoming>,
     /// A full SST this node donates, until its script reports the state.
@@ -243,7 +251,11 @@ const WEIGHT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 impl Node {
     pub fn new(args: InitArgs, app: Box<dyn Application>) -> Node {
         let mut saved = SavedState::open(&args.data_dir);
-        let position = start_position(&mut saved, args.state_id);
+        let (position, recovered) = start_position(&mut saved, args.state_id);
+        let holes = recovered.filter(|r| !r.missing.is_empty()).map(|r| wsrep_recover::Holes::new(saved.dir(), r));
+        if holes.is_none() {
+            wsrep_recover::forget(saved.dir());
+        }
         let me = MemberInfo {
             id: Uuid::time_ordered(),
             name: args.node_name,
@@ -253,7 +265,7 @@ impl Node {
             stateless: args.settings.stateless,
         };
         crate::log::info!("Node {} starts at {}:{}", me.name, position.uuid, position.seqno);
-        let gcache = open_gcache(&args.settings, &args.data_dir, position);
+        let (gcache, tail) = open_gcache(&args.settings, &args.data_dir, position);
         let shared = Shared {
             app,
             allow: args.allow,
@@ -310,6 +322,8 @@ impl Node {
             fc_grace_low: AtomicUsize::new(0),
             fc_cached_limits: AtomicU64::new((16 << 32) | 16),
             gcache: Mutex::new(gcache),
+            tail: Mutex::new(tail),
+            holes: Mutex::new(holes),
             ist: Default::default(),
             after_sst: Mutex::new(None),
             joined_from: Mutex::new(Gtid::UNDEFINED),
@@ -383,31 +397,67 @@ impl std::ops::Deref for Node {
 /// The position to start from: grastate.dat, or the server's recovered
 /// position when grastate says the last run did not close cleanly (Galera's
 /// rule: only for the same history, and only when grastate has no seqno).
-fn start_position(saved: &mut SavedState, state_id: Gtid) -> Gtid {
+///
+/// When neither knows it (a crash, and a server started without
+/// galera_recovery), InnoDB is asked here (see `wsrep_recover`): a
+/// position of -1 with a history means "ask InnoDB", never "no data".
+/// After a crash, what the recovery found missing below the position
+/// comes too: the node starts before the first hole.
+fn start_position(saved: &mut SavedState, state_id: Gtid) -> (Gtid, Option<wsrep_recover::Recovered>) {
     let p = saved.get();
-    let seqno = if !state_id.uuid.is_nil() && state_id.uuid == p.uuid && p.seqno == SEQNO_UNDEFINED {
-        state_id.seqno
-    } else {
-        p.seqno
-    };
-    if seqno < 0 {
-        return Gtid::new(p.uuid, SEQNO_UNDEFINED);
+    let crashed = !p.uuid.is_nil() && p.seqno == SEQNO_UNDEFINED;
+    if !crashed {
+        wsrep_recover::forget(saved.dir());
+        let seqno = if p.seqno < 0 { SEQNO_UNDEFINED } else { p.seqno };
+        return (Gtid::new(p.uuid, seqno), None);
     }
-    Gtid::new(p.uuid, seqno)
+    let recovered = match state_id.uuid == p.uuid && state_id.seqno >= 0 {
+        true => Some(recovered_before_start(saved.dir(), state_id)),
+        false => wsrep_recover::ask_innodb(saved.dir()),
+    };
+    match recovered.filter(|r| r.position.uuid == p.uuid) {
+        Some(r) => (Gtid::new(p.uuid, r.contiguous()), Some(r)),
+        None => (Gtid::new(p.uuid, SEQNO_UNDEFINED), None),
+    }
 }
 
-/// The gcache as the last run left it, up to where the node's data is
-/// (as with Galera): only the seqnos of that history that the data holds
-/// are sure to be part of the cluster's order.
-fn open_gcache(s: &Settings, data_dir: &std::path::Path, position: Gtid) -> crate::gcache::Gcache {
+/// The server was given its position (`--wsrep_start_position`, from
+/// galera_recovery): what a recovery run before it recorded, when that
+/// one found this position; else holes recorded by an earlier crash that
+/// are still missing. A recovery the provider did not see may have left
+/// more, which it cannot find (noted).
+fn recovered_before_start(dir: &std::path::Path, given: Gtid) -> wsrep_recover::Recovered {
+    let recorded = wsrep_recover::recorded(dir).filter(|r| r.position.uuid == given.uuid && r.position.seqno <= given.seqno);
+    match recorded {
+        Some(r) if r.position == given => r,
+        other => {
+            crate::log::info!(
+                "started at {} recovered without lockstep's recovery step (lockstep recover): seqnos InnoDB's crash recovery left out below it, if any, cannot be found (with the binary log on and innodb_flush_log_at_trx_commit=0 it can leave some)",
+                given
+            );
+            let missing = other.map(|r| r.missing).unwrap_or_default();
+            wsrep_recover::record(dir, wsrep_recover::Recovered { position: given, missing })
+        }
+    }
+}
+
+/// The gcache as the last run left it. What it holds beyond the data's
+/// position, when it continues the data, is the node's tail (see
+/// `replay`): ordered before the crash, and kept. A tail that does not
+/// continue the data cannot be applied on it, and is discarded.
+fn open_gcache(s: &Settings, data_dir: &std::path::Path, position: Gtid) -> (crate::gcache::Gcache, Option<replay::Tail>) {
     let mut gcache = crate::gcache::Gcache::open(&s.gcache_path(data_dir), s.gcache_size, s.gcache_recover);
     gcache.set_pages(s.gcache_page_size, s.gcache_keep_pages_size);
     if gcache.history() != position.uuid && gcache.last().is_some() {
         crate::log::info!("the gcache holds seqnos of history {}, this node's data is of history {}: discarding them", gcache.history(), position.uuid);
     }
     gcache.set_history(position.uuid);
-    gcache.truncate_after(position.seqno);
-    gcache
+    let tail = replay::Tail::of(&gcache, position);
+    match tail {
+        Some(t) => crate::log::info!("the gcache holds seqnos {}-{} beyond the data's position {}: ordered before the crash, this node's history reaches {}", t.after + 1, t.upto, position.seqno, t.upto),
+        None => gcache.truncate_after(position.seqno),
+    }
+    (gcache, tail)
 }
 
 impl Shared {

@@ -116,6 +116,7 @@ impl Shared {
     /// heard is older than the cluster's, so it hears the view it joined
     /// in too, as after Galera's IST (which ends with that view).
     fn state_received(&self, ctx: RecvCtx, gtid: Gtid, view: &View, receiving: bool) -> bool {
+        let gtid = self.installed_state(gtid);
         let Some((at, views)) = self.state_installed(ctx, gtid, receiving, view) else { return false };
         if views.heard {
             self.hear_join_view(ctx, view, views);
