@@ -6,5 +6,6 @@ pub mod check;
 pub mod cluster;
 pub mod conformance;
 pub mod options;
+pub mod recover;
 pub mod top;
 pub mod workload;

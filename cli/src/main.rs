@@ -2,7 +2,7 @@
 //! clap `Cli` in its module; this file only names them.
 
 use clap::{Parser, Subcommand};
-use lockstep_cli::{bench, check, cluster, conformance, options, top};
+use lockstep_cli::{bench, check, cluster, conformance, options, recover, top};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -24,6 +24,8 @@ enum Command {
     Conformance(conformance::Cli),
     /// The provider options, and which ones lockstep acts on
     Options(options::Cli),
+    /// InnoDB's crash recovery before a node starts (the package's step before galera_recovery)
+    Recover(recover::Cli),
     /// The nodes live: state, queues, flow control, commit rate, lag, leader
     Top(top::Cli),
 }
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
         Command::Cluster(cli) => cluster::cli::run_cli(cli),
         Command::Conformance(cli) => conformance::run_cli(cli),
         Command::Options(cli) => options::run_cli(cli),
+        Command::Recover(cli) => recover::run_cli(cli),
         Command::Top(cli) => top::run_cli(cli),
     }
 }

@@ -238,7 +238,8 @@ impl<'a> Node<'a> {
         }
         let mariadbd = &self.cluster.tools()?.mariadbd;
         if recover {
-            args.extend(super::recovery::start_position(mariadbd, &paths));
+            let ours = self.cluster.spec().provider == super::spec::Provider::Lockstep;
+            args.extend(super::recovery::start_position(mariadbd, &paths, ours));
         }
         let process = process::spawn(mariadbd, &args, &paths.stdout_log)?;
         let pid = process.pid;

@@ -2,7 +2,10 @@
 //! crashed: `grastate.dat` says seqno -1 (the server was running), so the
 //! position lives only in InnoDB. `mariadbd --wsrep-recover` reads it
 //! there and logs it; the node then starts with `--wsrep_start_position`,
-//! and can rejoin by IST instead of a full SST.
+//! and can rejoin by IST instead of a full SST. A lockstep node is
+//! started as with lockstep's package: `lockstep recover` runs first (its
+//! drop-in for `mariadb.service`), and records what InnoDB's crash
+//! recovery left out (see `crate::recover`).
 
 use std::path::Path;
 use std::process::Command;
@@ -13,10 +16,14 @@ use super::spec::NodePaths;
 /// crashed, when InnoDB knows its position; None for a node that stopped
 /// cleanly (grastate holds the position), a new node, or when recovery
 /// fails (the node then joins by SST, as it would have anyway).
-pub fn start_position(mariadbd: &Path, paths: &NodePaths) -> Option<String> {
+/// `lockstep_step`: run `lockstep recover` first.
+pub fn start_position(mariadbd: &Path, paths: &NodePaths, lockstep_step: bool) -> Option<String> {
     let grastate = std::fs::read_to_string(paths.datadir.join("grastate.dat")).ok()?;
-    if !crashed(&grastate) {
+    if !crate::recover::crashed(&grastate) {
         return None;
+    }
+    if lockstep_step {
+        crate::recover::recover(mariadbd, &[format!("--defaults-file={}", paths.cnf.display())], &paths.datadir);
     }
     let log = paths.dir.join("wsrep-recover.log");
     // Appended to, as the error log is: every recovery stays readable.
@@ -34,14 +41,8 @@ pub fn start_position(mariadbd: &Path, paths: &NodePaths) -> Option<String> {
     position.map(|p| format!("--wsrep_start_position={p}"))
 }
 
-/// grastate.dat of a node that did not close cleanly: a history, seqno -1.
-fn crashed(grastate: &str) -> bool {
-    let field = |name: &str| grastate.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
-    let uuid = field("uuid:").unwrap_or("");
-    field("seqno:") == Some("-1") && !uuid.is_empty() && uuid != "00000000-0000-0000-0000-000000000000"
-}
-
-/// "WSREP: Recovered position: uuid:seqno" from the recovery's log.
+/// "WSREP: Recovered position: uuid:seqno" from the recovery's log, as
+/// galera_recovery reads it.
 fn recovered(log: &str) -> Option<String> {
     let line = log.lines().rev().find_map(|l| l.split_once("WSREP: Recovered position: ").map(|(_, p)| p.trim()))?;
     let (uuid, seqno) = line.rsplit_once(':')?;
@@ -51,15 +52,6 @@ fn recovered(log: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_crashed_node_with_a_history_is_recovered() {
-        let state = |uuid: &str, seqno: &str| format!("# GALERA saved state\nversion: 2.1\nuuid:    {uuid}\nseqno:   {seqno}\nsafe_to_bootstrap: 0\n");
-        let u = "f232c645-c4b3-4f0e-956d-635e2f381c35";
-        assert!(crashed(&state(u, "-1")));
-        assert!(!crashed(&state(u, "42")), "a clean stop wrote its position");
-        assert!(!crashed(&state("00000000-0000-0000-0000-000000000000", "-1")), "a new node");
-    }
 
     #[test]
     fn the_recovered_position_is_read_from_the_log() {

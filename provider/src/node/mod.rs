@@ -34,7 +34,7 @@ mod stats;
 mod toi;
 mod trx;
 mod vote;
-mod wsrep_recover;
+pub mod wsrep_recover;
 pub mod types;
 
 use std::collections::HashMap;

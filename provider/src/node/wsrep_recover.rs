@@ -238,16 +238,20 @@ pub fn forget(dir: &Path) {
 pub(super) struct Holes {
     dir: PathBuf,
     recovered: Recovered,
+    /// The data held everything up to here (before the first hole, which
+    /// stays where it was as the holes are filled).
+    from: Seqno,
 }
 
 impl Holes {
     pub fn new(dir: &Path, recovered: Recovered) -> Holes {
-        Holes { dir: dir.to_path_buf(), recovered }
+        let from = recovered.contiguous();
+        Holes { dir: dir.to_path_buf(), recovered, from }
     }
 
     /// Whether the data holds `seqno` already (it is skipped).
     pub fn holds(&self, seqno: Seqno) -> bool {
-        seqno > self.recovered.contiguous() && seqno <= self.recovered.position.seqno && !self.recovered.missing.contains(&seqno)
+        seqno > self.from && seqno <= self.recovered.position.seqno && !self.recovered.missing.contains(&seqno)
     }
 
     /// `seqno` was applied or passed: the record follows, and goes once
@@ -268,7 +272,7 @@ impl Holes {
     }
 
     pub fn contiguous(&self) -> Seqno {
-        self.recovered.contiguous()
+        self.from
     }
 }
 
@@ -317,6 +321,7 @@ mod tests {
         let mut holes = Holes::new(tmp.path(), second);
         assert!(!holes.holds(7) && !holes.holds(8) && holes.holds(9) && !holes.holds(19) && holes.holds(20) && !holes.holds(21));
         assert!(!holes.passed(8));
+        assert!(holes.holds(9), "what the data holds stays so once the first hole is filled");
         assert_eq!(recorded(tmp.path()).unwrap().missing, BTreeSet::from([19]));
         assert!(!holes.passed(19) && holes.passed(20));
         assert_eq!(recorded(tmp.path()), None);
