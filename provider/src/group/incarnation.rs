@@ -36,8 +36,9 @@ pub(crate) struct Incarnation {
     pub(super) leader_says: Option<(u64, bool, Instant)>,
     /// Members of our last primary view whose node has restarted since:
     /// gone for good, whatever partition they seemed to be in; with the
-    /// address each new node calls from.
-    pub(super) restarted: BTreeMap<Uuid, String>,
+    /// address each new node calls from, and where its log reaches (in
+    /// our history).
+    pub(super) restarted: BTreeMap<Uuid, (String, Option<Seqno>)>,
     /// Fire-and-forget proposals Raft dropped (no leader), to retry; at
     /// most MAX_DROPPED.
     pub(super) dropped: VecDeque<Vec<u8>>,

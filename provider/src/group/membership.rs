@@ -113,7 +113,7 @@ impl Driver {
     /// in is ignored when applied.
     pub(super) fn on_join_request(&mut self, member: MemberInfo, previous: Option<(Uuid, Option<(Uuid, Seqno)>)>) {
         if let Some((previous, held)) = previous {
-            self.on_restarted_member(previous, &member.address);
+            self.on_restarted_member(previous, &member.address, held);
             if let Some(position) = held {
                 self.on_restarted_joiner(previous, position);
             }
@@ -154,43 +154,54 @@ impl Driver {
         true
     }
 
-    /// A joiner says it was `previous` before it was killed. A non-primary
-    /// member whose every other member of the last primary view has come
-    /// back that way is the only one left holding that component's state:
-    /// no other primary can exist, so it forms one again on its own (what
-    /// Galera's pc.recovery achieves when the killed members return).
-    fn on_restarted_member(&mut self, previous: Uuid, address: &str) {
+    /// A joiner says it was `previous` before it was killed, its log
+    /// reaching `held`. A non-primary member whose every other member of
+    /// the last primary view has come back that way is the only one left
+    /// holding that component's state: no other primary can exist, so it
+    /// forms one again on its own (what Galera's pc.recovery achieves when
+    /// the killed members return). Unless a restarted member's log reaches
+    /// further: the killed majority went on without this member for a
+    /// moment, and what it committed then (acknowledged to its clients) is
+    /// in their logs only. This member then joins their recovery, which
+    /// the most advanced forms the component again in.
+    fn on_restarted_member(&mut self, previous: Uuid, address: &str, held: Option<(Uuid, Seqno)>) {
         if self.incarnation.quorum.is_primary() || self.state.member(previous).is_none() || previous == self.me.id {
             return;
         }
-        if self.incarnation.restarted.insert(previous, address.to_string()).is_none() {
+        let reaches = held.filter(|(h, _)| *h == self.state.history()).map(|(_, s)| s);
+        if self.incarnation.restarted.insert(previous, (address.to_string(), reaches)).is_none() {
             log::info!("member {} of the last primary view has restarted", previous);
         }
         let me = self.me.id;
         if !self.state.members().iter().all(|m| m.info.id == me || self.incarnation.restarted.contains_key(&m.info.id)) {
             return;
         }
+        let mine = self.state.seqno();
         if self.me.arbitrator {
-            return self.rejoin_restarted_view();
+            return self.rejoin_restarted_view(crate::gtid::SEQNO_UNDEFINED);
+        }
+        if let Some(further) = self.incarnation.restarted.values().filter_map(|(_, s)| *s).max().filter(|s| *s > mine) {
+            log::info!("every other member of the last primary view has restarted, and a log among theirs reaches {} where this node's ends at {}: this node joins their recovery", further, mine);
+            return self.rejoin_restarted_view(mine);
         }
         log::info!("every other member of the last primary view has restarted: this node forms the primary component again");
         self.reform(false);
     }
 
-    /// An arbitrator holds no state to form the component with: it joins
-    /// the restarted members as one more restarted member of that view,
-    /// at the lowest position, so that their recovery, which waits for
-    /// every member of the view, has it and lets the most advanced data
-    /// member form the component (Galera's garbd takes part in pc.recovery
-    /// alike).
-    fn rejoin_restarted_view(&mut self) {
+    /// A member that cannot form the component (an arbitrator holds no
+    /// state, a lagging survivor not all of it) joins the restarted
+    /// members as one more restarted member of that view, at `position`,
+    /// so that their recovery, which waits for every member of the view,
+    /// has it and lets the most advanced data member form the component
+    /// (Galera's garbd takes part in pc.recovery alike).
+    fn rejoin_restarted_view(&mut self, position: Seqno) {
         let view = self.state.members().iter().map(|m| m.info.id).collect();
-        let position = (self.state.history(), crate::gtid::SEQNO_UNDEFINED);
+        let position = (self.state.history(), position);
         self.previous = Some(super::recovery::Previous { member: self.me.id, view, position });
         // Where they call from now: contacting them there is what sends
         // them its join request.
-        let at: Vec<String> = self.incarnation.restarted.values().filter(|a| !a.is_empty()).cloned().collect();
-        log::info!("every data member of the last primary view has restarted: the arbitrator joins them at {} for their recovery", at.join(","));
+        let at: Vec<String> = self.incarnation.restarted.values().map(|(a, _)| a).filter(|a| !a.is_empty()).cloned().collect();
+        log::info!("every other member of the last primary view has restarted: this node joins them at {} for their recovery", at.join(","));
         self.rejoin();
         if let Phase::Joining(j) = &mut self.phase {
             *j = Joining::new(at, self.clock.now());

@@ -498,6 +498,30 @@ fn a_survivor_reforms_the_component_once_every_other_member_has_restarted() {
     c.group.stop();
 }
 
+/// The killed member's log reaches further than the survivor's (the
+/// majority that was killed went on a moment without it, and acknowledged
+/// what it committed then): the survivor does not form the component at
+/// its own position, where those seqnos would be ordered anew; it joins
+/// the recovery, and the restarted member forms the component after its
+/// log's end.
+#[test]
+fn a_lagging_survivor_joins_the_recovery_of_a_restarted_member_whose_log_reaches_further() {
+    let (a, b, two) = two_voters();
+    let (ida, idb) = (a.group.me().id, b.group.me().id);
+    b.group.stop();
+    a.until("a's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary));
+    let further = two.seqno + 10;
+    let previous = recovery::Previous { member: idb, view: vec![ida, idb], position: (two.history, further) };
+    let b2 = start_with(GroupConfig { previous: Some(previous), ..config("node2", Mode::Join { peers: vec![a.addr()] }) });
+    a.until("a joins the recovery", |e| matches!(e, GroupEvent::Rejoining));
+    b2.until("b2 bootstraps", |e| matches!(e, GroupEvent::Bootstrapping));
+    let GroupEvent::View(v) = b2.until("b2's primary view", view_with(1)) else { unreachable!() };
+    assert_eq!((v.history, v.seqno), (two.history, further + 1), "the log that reaches furthest goes on");
+    a.until("a joins it", |e| matches!(e, GroupEvent::View(v) if v.primary && v.members.len() == 2) || matches!(e, GroupEvent::Restored { .. }));
+    a.group.stop();
+    b2.group.stop();
+}
+
 /// A member killed and restarted at once (faster than the failure
 /// detector) says who it was: its former self, at its own address, goes
 /// at its join, not `evs.suspect_timeout` later. Left in meanwhile, it
