@@ -16,8 +16,8 @@
 //! file survives a restart (`gcache.recover`, `open.rs`): a restarted node
 //! can still serve IST for what it had cached. A record larger than the
 //! whole ring goes to an overflow page instead, as with Galera
-//! (`gcache.page_size`, `gcache.keep_pages_size`; `page.rs`); pages do
-//! not survive a restart.
+//! (`gcache.page_size`, `gcache.keep_pages_size`; `page.rs`), and is
+//! recovered with the ring.
 //!
 //! Within one history a seqno that committed anywhere always stands for
 //! the same thing (total order): a restarted node keeps what it cached up
@@ -263,7 +263,8 @@ impl Gcache {
 
     fn write_page(&mut self, seqno: Seqno, kind: Kind, certified: bool, payload: &[u8]) -> std::io::Result<Slot> {
         let mut dropped = Vec::new();
-        let written = self.pages.write(seqno, kind, certified, payload, &mut dropped);
+        let serial = self.ring.take_serial();
+        let written = self.pages.write((seqno, serial, kind, certified), payload, self.ring.history(), &mut dropped);
         dropped.into_iter().for_each(|page| self.evict_page(page));
         let (page, offset) = written?;
         Ok(Slot { page: Some(page), offset, len: payload.len() as u32, kind, certified })

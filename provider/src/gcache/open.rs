@@ -21,24 +21,30 @@ use crate::log;
 
 impl Gcache {
     /// The cache in the ring buffer file at `path`, `size` bytes; with
-    /// `recover`, holding what a previous run cached there.
-    pub fn open(path: &Path, size: usize, recover: bool) -> Gcache {
+    /// `recover`, holding what a previous run cached there (and in its
+    /// overflow pages).
+    /// `anchor`: the data's position, when known (see `gap_free_tail`).
+    pub fn open(path: &Path, size: usize, recover: bool, anchor: Option<Seqno>) -> Gcache {
         let size = (size as u64).max(FILE_HEADER);
         let place = path.display().to_string();
-        let pages = Pages::in_dir(path.parent().unwrap_or(Path::new(".")));
+        let dir = path.parent().unwrap_or(Path::new("."));
         let file = match OpenOptions::new().read(true).write(true).create(true).mode(0o600).open(path) {
             Ok(f) => f,
             Err(e) => return Gcache::without_file(&place, size, e),
         };
         let why = match recover {
             true => match recover_file(&file, size) {
-                Ok((header, found)) => return Gcache::recovered(Medium::mapped(file, size), pages, place, header, found),
+                Ok((header, found)) => {
+                    let (pages, in_pages) = Pages::recover(dir, header.history);
+                    return Gcache::recovered(Medium::mapped(file, size), (pages, in_pages), place, header, (found, anchor));
+                }
                 Err(why) => why,
             },
             false => "gcache.recover is off".to_string(),
         };
         // A note, as with Galera: a new node has no file to recover.
         log::info!("Skipped GCache ring buffer recovery: {}", why);
+        let pages = Pages::in_dir(dir);
         match fresh(file, size) {
             Ok(ring) => Gcache::with_ring(ring, pages, place, Run::default()),
             Err(e) => Gcache::without_file(&place, size, e),
@@ -50,27 +56,33 @@ impl Gcache {
         Gcache::in_memory(size as usize)
     }
 
-    /// The longest gap-free run that ends at the highest seqno found.
-    fn recovered(medium: Medium, pages: Pages, place: String, header: FileHeader, found: Vec<Found>) -> Gcache {
+    /// A gap-free run of what the ring and the pages hold (see
+    /// `gap_free_tail`); the pages it does not use go.
+    fn recovered(medium: Medium, (mut pages, in_pages): (Pages, Vec<(u64, Found)>), place: String, header: FileHeader, (found, anchor): (Vec<Found>, Option<Seqno>)) -> Gcache {
+        let serials_from = found.iter().chain(in_pages.iter().map(|(_, f)| f)).map(|f| f.header.serial + 1).max().unwrap_or(0);
         let newest = found.iter().max_by_key(|f| f.header.serial).copied();
-        let kept = gap_free_tail(&found);
+        let all: Vec<(Option<u64>, Found)> = found.iter().map(|f| (None, *f)).chain(in_pages.iter().map(|(id, f)| (Some(*id), *f))).collect();
+        let kept = gap_free_tail(&all, anchor);
         let mut run = Run::default();
-        for f in &kept {
-            let slot = Slot { page: None, offset: f.offset, len: f.header.len, kind: f.header.kind, certified: f.header.certified };
+        for (page, f) in &kept {
+            let slot = Slot { page: *page, offset: f.offset, len: f.header.len, kind: f.header.kind, certified: f.header.certified };
             run.push(f.header.seqno, slot);
         }
+        pages.retain(&kept.iter().filter_map(|(page, _)| *page).collect());
         match (run.first(), run.last()) {
             (Some(first), Some(last)) => log::info!(
-                "Recovering GCache ring buffer: found {} seqnos {}-{} of history {} ({} records in the file)",
+                "Recovering GCache ring buffer: found {} seqnos {}-{} of history {} ({} records in the file, {} in overflow pages)",
                 run.len(),
                 first,
                 last,
                 header.history,
-                found.len()
+                found.len(),
+                in_pages.len()
             ),
             _ => log::info!("Recovering GCache ring buffer: no seqnos of history {}", header.history),
         }
-        let ring = Ring::resume(medium, header, newest.as_ref(), &kept);
+        let in_ring: Vec<Found> = kept.iter().filter(|(page, _)| page.is_none()).map(|(_, f)| *f).collect();
+        let ring = Ring::resume(medium, header, newest.as_ref(), &in_ring, serials_from);
         Gcache::with_ring(ring, pages, place, run)
     }
 }
@@ -95,26 +107,32 @@ fn recover_file(file: &File, size: u64) -> Result<(FileHeader, Vec<Found>), Stri
     Ok((header, found))
 }
 
-/// The records of the gap-free run of seqnos that ends at the highest one
-/// found, in seqno order. A seqno found twice (written again after a
-/// restart) is taken from its latest record.
-fn gap_free_tail(found: &[Found]) -> Vec<Found> {
-    let mut latest: BTreeMap<Seqno, Found> = BTreeMap::new();
-    for f in found.iter().filter(|f| f.header.seqno >= 0) {
-        let e = latest.entry(f.header.seqno).or_insert(*f);
-        if f.header.serial > e.header.serial {
-            *e = *f;
+/// The records of a gap-free run of seqnos, in seqno order, each with
+/// the page that holds it (None: the ring): the run that holds `anchor`
+/// (the data's position, or the seqno after it), else the one that ends
+/// at the highest seqno found. A seqno found twice (written again after a
+/// restart) is taken from its latest record. The anchor matters after a
+/// power cut: records written after the last sync may survive with gaps
+/// between them, and the run they form above a gap is not the history's.
+fn gap_free_tail(found: &[(Option<u64>, Found)], anchor: Option<Seqno>) -> Vec<(Option<u64>, Found)> {
+    let mut latest: BTreeMap<Seqno, (Option<u64>, Found)> = BTreeMap::new();
+    for (page, f) in found.iter().filter(|(_, f)| f.header.seqno >= 0) {
+        let e = latest.entry(f.header.seqno).or_insert((*page, *f));
+        if f.header.serial > e.1.header.serial {
+            *e = (*page, *f);
         }
     }
-    let mut run: Vec<Found> = Vec::new();
-    for (seqno, f) in latest.into_iter().rev() {
-        if run.last().is_some_and(|l| l.header.seqno != seqno + 1) {
-            break;
-        }
-        run.push(f);
+    let start = anchor.and_then(|a| [a + 1, a].into_iter().find(|s| latest.contains_key(s)));
+    let Some(top) = start.or_else(|| latest.keys().next_back().copied()) else { return Vec::new() };
+    let mut top = top;
+    while latest.contains_key(&(top + 1)) {
+        top += 1;
     }
-    run.reverse();
-    run
+    let mut bottom = top;
+    while latest.contains_key(&(bottom - 1)) {
+        bottom -= 1;
+    }
+    latest.range(bottom..=top).map(|(_, f)| *f).collect()
 }
 
 /// Empties the file and gives it its size on disk now, so that a full

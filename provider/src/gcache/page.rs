@@ -9,8 +9,12 @@
 //!
 //! Pages are written with pwrite and never mapped: a page can hold one
 //! writeset of hundreds of megabytes, and a mapping would count it in the
-//! server's resident memory. Like Galera's, pages do not survive a
-//! restart: the ones a previous run left are deleted when the cache opens.
+//! server's resident memory. Unlike Galera's, pages survive a restart
+//! (`gcache.recover`): a page starts with the ring's kind of file header
+//! (history, nonce), so that recovery finds its records as the ring's,
+//! and a writeset ordered before a crash that only a page held is still
+//! there to apply (see `node::replay`). Pages the recovered run does not
+//! use, or of another history, are deleted.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
@@ -19,9 +23,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::record::{record_size, Kind, RecordHeader};
-use super::ring::{random_nonce, write_record, Medium};
-use crate::gtid::Seqno;
+use super::record::{record_size, FileHeader, Kind, RecordHeader, FILE_HEADER};
+use super::ring::{random_nonce, scan, write_record, Found, Medium};
+use crate::gtid::{Seqno, Uuid};
 use crate::log;
 
 const PREFIX: &str = "gcache.page.";
@@ -60,15 +64,44 @@ impl Pages {
         Pages { dir, page_size: PAGE_SIZE, keep_size: 0, count: 0, pages: VecDeque::new(), total: 0 }
     }
 
-    /// Deletes the pages a previous run left in `dir` (they are never
-    /// read again).
+    /// Deletes the pages a previous run left in `dir` (the cache starts
+    /// afresh).
     pub fn in_dir(dir: &Path) -> Pages {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            if is_page_name(&entry.file_name().to_string_lossy()) {
-                remove(&entry.path());
-            }
+        for (_, path) in page_files(dir) {
+            remove(&path);
         }
         Pages::new(Some(dir.to_path_buf()))
+    }
+
+    /// The pages a previous run left in `dir` for `history`, and the
+    /// intact records each holds; the others are deleted.
+    pub fn recover(dir: &Path, history: Uuid) -> (Pages, Vec<(u64, Found)>) {
+        let mut pages = Pages::new(Some(dir.to_path_buf()));
+        let mut found = Vec::new();
+        for (id, path) in page_files(dir) {
+            match recover_page(id, &path, history) {
+                Ok((page, records)) => {
+                    found.extend(records.into_iter().map(|r| (id, r)));
+                    pages.count = pages.count.max(id + 1);
+                    pages.total += page.size;
+                    pages.pages.push_back(page);
+                }
+                Err(why) => {
+                    log::info!("gcache overflow page {} not recovered: {}", path.display(), why);
+                    remove(&path);
+                }
+            }
+        }
+        (pages, found)
+    }
+
+    /// Keeps only the recovered pages `used` names (the recovered run's).
+    pub fn retain(&mut self, used: &std::collections::BTreeSet<u64>) {
+        let (keep, drop): (VecDeque<Page>, VecDeque<Page>) = std::mem::take(&mut self.pages).into_iter().partition(|p| used.contains(&p.id));
+        self.pages = keep;
+        for p in drop {
+            self.drop_page(p, &mut Vec::new());
+        }
     }
 
     /// `gcache.page_size` and `gcache.keep_pages_size` (both dynamic):
@@ -92,14 +125,17 @@ impl Pages {
     /// Writes a record to the current page, or to a new one when it does
     /// not fit; returns its page and offset. `dropped` gets the pages
     /// deleted to stay within the keep size (oldest first).
-    pub fn write(&mut self, seqno: Seqno, kind: Kind, certified: bool, payload: &[u8], dropped: &mut Vec<u64>) -> io::Result<(u64, u64)> {
+    /// `serial` orders it among the ring's records for recovery; `history`
+    /// goes in a new page's header.
+    pub fn write(&mut self, record: (Seqno, u64, Kind, bool), payload: &[u8], history: Uuid, dropped: &mut Vec<u64>) -> io::Result<(u64, u64)> {
+        let (seqno, serial, kind, certified) = record;
         let size = record_size(payload.len());
-        if self.pages.back().is_none_or(|p| p.head + size > p.size) {
-            self.open_page(size)?;
+        if self.pages.back().is_none_or(|p| p.head + size > FILE_HEADER + p.size) {
+            self.open_page(size, history)?;
             self.cleanup(dropped);
         }
         let page = self.pages.back_mut().expect("a page was just opened");
-        let header = RecordHeader { seqno, serial: 0, kind, certified, len: payload.len() as u32 };
+        let header = RecordHeader { seqno, serial, kind, certified, len: payload.len() as u32 };
         write_record(&page.medium, page.nonce, page.head, &header, payload)?;
         let offset = page.head;
         page.head += size;
@@ -113,7 +149,8 @@ impl Pages {
         }
     }
 
-    fn open_page(&mut self, record: u64) -> io::Result<()> {
+    fn open_page(&mut self, record: u64, history: Uuid) -> io::Result<()> {
+        // The records' room; the file header comes on top.
         let size = self.page_size.max(record);
         let (path, medium) = match &self.dir {
             Some(dir) => {
@@ -125,7 +162,9 @@ impl Pages {
         if let Some(path) = &path {
             log::info!("Created gcache overflow page {} of {} bytes", path.display(), size);
         }
-        let page = Page { id: self.count, path, medium: Arc::new(medium), nonce: random_nonce(), size, head: 0 };
+        let header = FileHeader { history, nonce: random_nonce(), size: FILE_HEADER + size };
+        medium.write_at(&header.encode(), 0)?;
+        let page = Page { id: self.count, path, medium: Arc::new(medium), nonce: header.nonce, size, head: FILE_HEADER };
         self.count += 1;
         self.total += size;
         self.pages.push_back(page);
@@ -151,6 +190,48 @@ impl Pages {
             remove(path);
         }
     }
+}
+
+/// A page file of the previous run: its header must be of `history` and
+/// its length what the header says (a page is written front to back, so
+/// a crash leaves it whole but for its last record, which the scan
+/// skips).
+fn recover_page(id: u64, path: &Path, history: Uuid) -> Result<(Page, Vec<Found>), String> {
+    let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| e.to_string())?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let medium = Medium::File(file);
+    let mut head = [0u8; 64];
+    medium.read_at(&mut head, 0).map_err(|e| format!("reading its header: {}", e))?;
+    let header = FileHeader::decode(&head)?;
+    if header.history != history {
+        return Err(format!("it holds seqnos of history {}", header.history));
+    }
+    if header.size < len {
+        return Err(format!("it holds {} bytes, its header says {}", len, header.size));
+    }
+    // Written front to back: what a crash cut short reads as zeros.
+    let header = FileHeader { size: len, ..header };
+    let records = scan(&medium, &header).map_err(|e| format!("scanning it: {}", e))?;
+    let end = records.iter().map(|r| r.offset + record_size(r.header.len as usize)).max().unwrap_or(FILE_HEADER);
+    // Full: what follows goes to a new page.
+    let size = len.max(end).saturating_sub(FILE_HEADER);
+    let page = Page { id, path: Some(path.to_path_buf()), medium: Arc::new(medium), nonce: header.nonce, size, head: FILE_HEADER + size };
+    Ok((page, records))
+}
+
+/// The page files in `dir`, by id.
+fn page_files(dir: &Path) -> Vec<(u64, PathBuf)> {
+    let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            is_page_name(&name).then(|| name[PREFIX.len()..].parse().ok().map(|id| (id, e.path())))?
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 fn create(path: &Path) -> io::Result<File> {

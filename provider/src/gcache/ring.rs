@@ -127,7 +127,7 @@ pub struct Ring {
 impl Ring {
     /// An empty ring of `size` bytes (header included) for `history`.
     pub fn create(medium: Medium, size: u64, history: Uuid) -> io::Result<Ring> {
-        let mut ring = Ring::resume(medium, FileHeader { history, nonce: 0, size }, None, &[]);
+        let mut ring = Ring::resume(medium, FileHeader { history, nonce: 0, size }, None, &[], 0);
         ring.reset(history)?;
         Ok(ring)
     }
@@ -135,14 +135,15 @@ impl Ring {
     /// An empty ring kept in memory.
     pub fn in_memory(size: u64, history: Uuid) -> Ring {
         let header = FileHeader { history, nonce: random_nonce(), size: size.max(FILE_HEADER) };
-        Ring::resume(Medium::Memory(Mutex::new(Vec::new())), header, None, &[])
+        Ring::resume(Medium::Memory(Mutex::new(Vec::new())), header, None, &[], 0)
     }
 
     /// The ring as a previous run left it: writing resumes after `newest`
     /// (the record written last), and `kept` (the records the cache goes
     /// on using) are overwritten in the order the write position meets
     /// them.
-    pub fn resume(medium: Medium, header: FileHeader, newest: Option<&Found>, kept: &[Found]) -> Ring {
+    /// `serials_from`: above every serial recovered (pages' too).
+    pub fn resume(medium: Medium, header: FileHeader, newest: Option<&Found>, kept: &[Found], serials_from: u64) -> Ring {
         debug_assert!(header.size >= FILE_HEADER);
         let mut ring = Ring {
             medium: std::sync::Arc::new(medium),
@@ -151,8 +152,9 @@ impl Ring {
             next_serial: 0,
             placed: VecDeque::new(),
         };
+        ring.next_serial = serials_from;
         if let Some(last) = newest {
-            ring.next_serial = last.header.serial + 1;
+            ring.next_serial = ring.next_serial.max(last.header.serial + 1);
             ring.head = last.offset + record_size(last.header.len as usize);
             if ring.head >= header.size {
                 ring.head = FILE_HEADER;
@@ -166,6 +168,14 @@ impl Ring {
 
     pub fn history(&self) -> Uuid {
         self.header.history
+    }
+
+    /// The serial of a record written elsewhere (an overflow page): one
+    /// sequence over ring and pages tells recovery which of two records of
+    /// a seqno was written last.
+    pub fn take_serial(&mut self) -> u64 {
+        self.next_serial += 1;
+        self.next_serial - 1
     }
 
     pub fn nonce(&self) -> u64 {

@@ -27,7 +27,7 @@ impl TempFile {
         TempFile { path: dir.path().join("galera.cache"), _dir: dir }
     }
     fn open(&self, size: usize) -> Gcache {
-        Gcache::open(&self.path, size, true)
+        Gcache::open(&self.path, size, true, None)
     }
     /// A cache of a new history in the file, holding 1..=`last`.
     fn filled(&self, last: Seqno) -> Gcache {
@@ -167,14 +167,63 @@ fn pages_beyond_the_keep_size_go_oldest_first_and_take_their_seqnos_along() {
     assert_eq!(pages(), ["gcache.page.000003"]);
     assert_eq!(g.range(10, 10).unwrap(), vec![(10, ws(1000, 10))]);
     assert_eq!(seqnos(&g), (Some(10), Some(10)));
-    // Pages do not survive a restart; a new history deletes them too.
+    // A new history deletes them.
     g.clear();
     assert!(pages().is_empty());
     g.push(11, ws(100, 11));
+    assert_eq!(pages(), ["gcache.page.000004"]);
+}
+
+/// A record larger than the ring, ordered before a crash, may be all the
+/// node has of a seqno its data lacks: its page is recovered with the ring,
+/// and the run goes on across it. Pages of another history, or that the
+/// recovered run does not use, go.
+#[test]
+fn overflow_pages_are_recovered_with_the_ring() {
+    let file = TempFile::new();
+    let dir = file.path.parent().unwrap().to_path_buf();
+    let size = ring_size(8, 64);
+    let mut g = file.open(size);
+    g.set_pages(0, 0);
+    g.set_history(history());
+    g.push(1, ws(10, 1));
+    g.push(2, ws(5000, 2));
+    g.push(3, ws(10, 3));
+    std::fs::write(dir.join("gcache.page.000009"), b"not a page").unwrap();
     drop(g);
-    let g = file.open(0);
-    assert!(pages().is_empty());
+    let g = file.open(size);
+    assert_eq!(seqnos(&g), (Some(1), Some(3)), "the run goes on across the page");
+    assert_eq!(g.range(1, 3).unwrap(), vec![(1, ws(10, 1)), (2, ws(5000, 2)), (3, ws(10, 3))]);
+    assert!(!dir.join("gcache.page.000009").exists(), "what is not a page of this history goes");
+    let mut g = g;
+    g.push(4, ws(6000, 4));
+    assert_eq!(g.range(4, 4).unwrap(), vec![(4, ws(6000, 4))], "a recovered page takes no more: a new one does");
+    let mut other = file.open(size);
+    other.set_history(Uuid::random());
+    drop(other);
+    let g = file.open(size);
     assert_eq!(seqnos(&g), (None, None));
+    assert!(std::fs::read_dir(&dir).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with("gcache.page.")), "another history's pages go");
+}
+
+/// After a power cut the records written after the last sync may survive
+/// with gaps between them: the run kept is the one that holds the data's
+/// position, not the one above a gap.
+#[test]
+fn the_recovered_run_is_the_one_that_holds_the_data_position() {
+    let file = TempFile::new();
+    let size = ring_size(16, 64);
+    let mut g = file.open(size);
+    g.set_history(history());
+    for s in 1..=6 {
+        g.push(s, ws(10, s as u8));
+    }
+    drop(g);
+    file.damage(FILE_HEADER + 3 * record_size(10) + RECORD_HEADER as u64);
+    let g = Gcache::open(&file.path, size as usize, true, Some(2));
+    assert_eq!(seqnos(&g), (Some(1), Some(3)), "the data is at 2: its run, not 5-6 above the torn 4");
+    let g = Gcache::open(&file.path, size as usize, true, None);
+    assert_eq!(seqnos(&g), (Some(5), Some(6)), "without a position, the highest run");
 }
 
 #[test]
@@ -258,7 +307,7 @@ fn a_foreign_file_is_recreated() {
 fn recovery_needs_the_same_size_and_gcache_recover() {
     let file = TempFile::new();
     drop(file.filled(1));
-    assert_eq!(seqnos(&Gcache::open(&file.path, 1 << 16, false)), (None, None));
+    assert_eq!(seqnos(&Gcache::open(&file.path, 1 << 16, false, None)), (None, None));
     drop(file.filled(1));
     assert_eq!(seqnos(&file.open(1 << 17)), (None, None), "gcache.size changed");
     assert_eq!(std::fs::metadata(&file.path).unwrap().len(), 1 << 17);
@@ -329,7 +378,7 @@ fn without_a_hole_the_group_order_continues_the_run() {
 #[test]
 fn an_unusable_path_keeps_the_cache_in_memory() {
     let path = std::env::temp_dir().join(format!("lockstep-no-such-dir-{}", Uuid::random())).join("galera.cache");
-    let mut g = Gcache::open(&path, 1 << 16, true);
+    let mut g = Gcache::open(&path, 1 << 16, true, None);
     g.push(1, ws(5, 1));
     g.push(2, ws(5, 2));
     assert_eq!(g.range(1, 2).unwrap().len(), 2);

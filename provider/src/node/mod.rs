@@ -446,7 +446,8 @@ fn recovered_before_start(dir: &std::path::Path, given: Gtid) -> wsrep_recover::
 /// `replay`): ordered before the crash, and kept. A tail that does not
 /// continue the data cannot be applied on it, and is discarded.
 fn open_gcache(s: &Settings, data_dir: &std::path::Path, position: Gtid) -> (crate::gcache::Gcache, Option<replay::Tail>) {
-    let mut gcache = crate::gcache::Gcache::open(&s.gcache_path(data_dir), s.gcache_size, s.gcache_recover);
+    let anchor = (position.seqno >= 0).then_some(position.seqno);
+    let mut gcache = crate::gcache::Gcache::open(&s.gcache_path(data_dir), s.gcache_size, s.gcache_recover, anchor);
     gcache.set_pages(s.gcache_page_size, s.gcache_keep_pages_size);
     if gcache.history() != position.uuid && gcache.last().is_some() {
         crate::log::info!("the gcache holds seqnos of history {}, this node's data is of history {}: discarding them", gcache.history(), position.uuid);
