@@ -400,6 +400,9 @@ registry! {
     LockstepDebugHangAppliers LOCKSTEP_DEBUG_HANG_APPLIERS BoolKey = "lockstep.debug_hang_appliers", BOOL,
         shown("no"), Dynamic, Verbatim, false, true,
         "lockstep: fault injection for tests: while yes, appliers take no new write set, as on a stuck disk";
+    LockstepLogSync LOCKSTEP_LOG_SYNC StrKey = "lockstep.log_sync", Kind::Choice(&["none", "batch"]), shown("none"),
+        Dynamic, Verbatim, false, true,
+        "lockstep: when this node's gcache, its copy of the ordered log, is on disk: none (written, not synced: a crash of every mariadbd loses nothing acknowledged, a power cut of every node may), batch (synced before a local commit is acknowledged, one fdatasync for a batch of commits)";
     LockstepMaxLagMs LOCKSTEP_MAX_LAG_MS IntKey = "lockstep.max_lag_ms", dec(0, MAX), shown("0"),
         Dynamic, Verbatim, false, true,
         "lockstep: longest a write set may wait between being ordered and being committed on any member, in ms; flow control holds writers to it (0: off)";
@@ -627,6 +630,7 @@ mod tests {
                 "ist.recv_addr",
                 "ist.recv_bind",
                 "lockstep.debug_hang_appliers",
+                "lockstep.log_sync",
                 "lockstep.max_lag_ms",
                 "lockstep.metrics_addr",
                 "lockstep.segment_compression",

@@ -105,7 +105,7 @@ socket.send_buf_size = auto; ";
 fn default_options_get_is_byte_identical_to_galera() {
     let cfg = init("base_port=27010;gcache.size=10M");
     // lockstep's own options are shown among Galera's, in name order.
-    let ours = "lockstep.debug_hang_appliers = no; lockstep.max_lag_ms = 0; lockstep.metrics_addr = ; lockstep.segment_compression = yes; ";
+    let ours = "lockstep.debug_hang_appliers = no; lockstep.log_sync = none; lockstep.max_lag_ms = 0; lockstep.metrics_addr = ; lockstep.segment_compression = yes; ";
     let rendered = cfg.render();
     assert!(rendered.contains(ours), "{rendered}");
     assert_eq!(rendered.replacen(ours, "", 1), OBSERVED_DEFAULTS);

@@ -39,7 +39,8 @@ use crate::gtid::{Seqno, Uuid};
 use crate::log;
 use page::Pages;
 use record::{record_size, Kind};
-use ring::{Medium, Placed, Ring};
+pub use ring::Medium;
+use ring::{Placed, Ring};
 use run::{Run, Slot};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -263,6 +264,13 @@ impl Gcache {
 
     fn write_page(&mut self, seqno: Seqno, kind: Kind, certified: bool, payload: &[u8]) -> std::io::Result<Slot> {
         let mut dropped = Vec::new();
+        // A record that opens a new page leaves the old one behind: a sync
+        // of what was written covers the page being written only.
+        if let Some(old) = self.pages.current() {
+            if old.full_after(payload.len()) {
+                old.medium.sync()?;
+            }
+        }
         let serial = self.ring.take_serial();
         let written = self.pages.write((seqno, serial, kind, certified), payload, self.ring.history(), &mut dropped);
         dropped.into_iter().for_each(|page| self.evict_page(page));
@@ -338,6 +346,15 @@ impl Gcache {
     /// Bytes of the cached records (ring and pages).
     pub fn bytes(&self) -> usize {
         self.run.bytes() as usize
+    }
+
+    /// What a sync must cover for everything written so far to be on
+    /// disk: the ring's file and the page being written (an older page
+    /// was synced when the next one began, see `write_page`).
+    pub fn sync_targets(&self) -> Vec<Arc<Medium>> {
+        let mut media = vec![self.ring.medium()];
+        media.extend(self.pages.current().map(|p| p.medium.clone()));
+        media
     }
 
     /// Where seqnos `from..=to` are, if the cache holds all of them.

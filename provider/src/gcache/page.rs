@@ -59,6 +59,13 @@ pub struct Page {
     head: u64,
 }
 
+impl Page {
+    /// Whether a record of `len` payload bytes goes to the next page.
+    pub fn full_after(&self, len: usize) -> bool {
+        self.head + record_size(len) > FILE_HEADER + self.size
+    }
+}
+
 impl Pages {
     pub fn new(dir: Option<PathBuf>) -> Pages {
         Pages { dir, page_size: PAGE_SIZE, keep_size: 0, count: 0, pages: VecDeque::new(), total: 0 }
@@ -118,6 +125,11 @@ impl Pages {
         self.total
     }
 
+    /// The page being written, if any.
+    pub fn current(&self) -> Option<&Page> {
+        self.pages.back()
+    }
+
     pub fn page(&self, id: u64) -> Option<&Page> {
         self.pages.iter().find(|p| p.id == id)
     }
@@ -130,7 +142,7 @@ impl Pages {
     pub fn write(&mut self, record: (Seqno, u64, Kind, bool), payload: &[u8], history: Uuid, dropped: &mut Vec<u64>) -> io::Result<(u64, u64)> {
         let (seqno, serial, kind, certified) = record;
         let size = record_size(payload.len());
-        if self.pages.back().is_none_or(|p| p.head + size > FILE_HEADER + p.size) {
+        if self.pages.back().is_none_or(|p| p.full_after(payload.len())) {
             self.open_page(size, history)?;
             self.cleanup(dropped);
         }

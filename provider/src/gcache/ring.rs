@@ -71,6 +71,17 @@ impl Medium {
         }
     }
 
+    /// Puts what was written on disk (`lockstep.log_sync`). For the
+    /// mapping too: Linux's fdatasync writes back the file's pages dirtied
+    /// through a shared mapping (msync's MS_SYNC is the same call), and
+    /// needs no lock the writers take.
+    pub fn sync(&self) -> io::Result<()> {
+        match self {
+            Medium::File(f) | Medium::Mapped { _file: f, .. } => f.sync_data(),
+            Medium::Memory(_) => Ok(()),
+        }
+    }
+
     pub(super) fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         match self {
             Medium::File(f) => f.write_all_at(buf, offset),

@@ -161,6 +161,7 @@ impl Shared {
             st.state = NodeState::Closed;
             st.member = None;
         }
+        self.syncer.close();
         log::info!("closed at {}", last);
         Status::Ok
     }

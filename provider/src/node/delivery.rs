@@ -103,6 +103,7 @@ impl Delivery for NodeDelivery {
                 ev => self.0.on_event(ev),
             }
         }
+        self.0.sync_acknowledgements();
     }
 
     fn tick(&mut self) {
@@ -212,7 +213,7 @@ impl Shared {
             return;
         }
         self.lag.ordered(seqno, std::time::Instant::now());
-        if origin == self.my_id() && token != 0 && self.complete(token, Outcome::Ordered { seqno, verdict }) {
+        if origin == self.my_id() && token != 0 && self.acknowledge(token, Outcome::Ordered { seqno, verdict }) {
             return;
         }
         // Remote, a local rollback fragment (applied here too), or a local
@@ -239,6 +240,29 @@ impl Shared {
                 (ws, Verdict::Fail(crate::cert::FailReason::BelowIndex))
             }
         }
+    }
+
+    /// Hands the outcome of a local writeset the group ordered to its
+    /// client, once the gcache that holds it is on disk when
+    /// `lockstep.log_sync` asks so (see `log_sync`); false if nobody waits.
+    fn acknowledge(&self, token: u64, o: Outcome) -> bool {
+        if !self.setting(|s| s.log_sync) {
+            return self.complete(token, o);
+        }
+        let Some(p) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&token) else { return false };
+        self.unsynced.lock().unwrap_or_else(|e| e.into_inner()).push((p, o));
+        true
+    }
+
+    /// After a delivery batch: its acknowledgements go to the sync thread,
+    /// with what the sync must cover.
+    fn sync_acknowledgements(&self) {
+        let acks = std::mem::take(&mut *self.unsynced.lock().unwrap_or_else(|e| e.into_inner()));
+        if acks.is_empty() {
+            return;
+        }
+        let media = self.gcache.lock().unwrap_or_else(|e| e.into_inner()).sync_targets();
+        self.syncer.submit(acks, media);
     }
 
     /// Hands an outcome to the waiting client; false if nobody waits.

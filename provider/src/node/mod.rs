@@ -18,6 +18,7 @@ mod connection;
 mod delivery;
 mod fc_grace;
 mod lag;
+mod log_sync;
 mod stall;
 mod local;
 mod pause;
@@ -132,6 +133,10 @@ pub struct Shared {
     toi: Mutex<HashMap<u64, Seqno>>,
     /// Local proposals waiting for their delivery, by token.
     pending: Mutex<HashMap<u64, Arc<Pending>>>,
+    /// Outcomes of this delivery batch waiting for the gcache to be on
+    /// disk (`lockstep.log_sync=batch`), and the thread that syncs it.
+    unsynced: Mutex<Vec<(Arc<Pending>, delivery::Outcome)>>,
+    syncer: log_sync::Syncer,
     next_token: AtomicU64,
     status: Mutex<NodeStatus>,
     status_cv: Condvar,
@@ -282,6 +287,8 @@ impl Node {
             trxs: TrxTable::default(),
             toi: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
+            unsynced: Mutex::new(Vec::new()),
+            syncer: log_sync::Syncer::new(),
             next_token: AtomicU64::new(1),
             status: Mutex::new(NodeStatus {
                 state: NodeState::Closed,

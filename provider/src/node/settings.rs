@@ -30,6 +30,9 @@ pub struct Settings {
     pub max_lag_ms: u64,
     /// `lockstep.debug_hang_appliers`: a stuck disk, for tests.
     pub hang_appliers: bool,
+    /// `lockstep.log_sync=batch`: the gcache is synced before a local
+    /// commit is acknowledged (see `log_sync`).
+    pub log_sync: bool,
     /// `evs.suspect_timeout` and `evs.inactive_timeout`: when the group
     /// removes a silent member.
     pub timeouts: crate::group::liveness::Timeouts,
@@ -93,6 +96,7 @@ impl Default for Settings {
             vote_policy: 0,
             fc_single_primary: false,
             max_lag_ms: 0,
+            log_sync: false,
             hang_appliers: false,
             timeouts: Default::default(),
             send_window: 4,
@@ -133,6 +137,7 @@ impl Settings {
             fc_single_primary: cfg.get(keys::GCS_FC_SINGLE_PRIMARY) || cfg.get(keys::GCS_FC_MASTER_SLAVE),
             max_lag_ms: cfg.get(keys::LOCKSTEP_MAX_LAG_MS).max(0) as u64,
             hang_appliers: cfg.get(keys::LOCKSTEP_DEBUG_HANG_APPLIERS),
+            log_sync: cfg.str(keys::LOCKSTEP_LOG_SYNC) == Some("batch"),
             timeouts: crate::group::liveness::Timeouts {
                 suspect: cfg.duration(keys::EVS_SUSPECT_TIMEOUT),
                 inactive: cfg.duration(keys::EVS_INACTIVE_TIMEOUT),
