@@ -102,7 +102,7 @@ pub struct Cli {
     /// segments.
     #[arg(long, value_name = "N", verbatim_doc_comment)]
     segments: Option<usize>,
-    /// What to run: lan (or cells, the default), wan, slow-node, big-trx, freshness or drain
+    /// What to run: lan (or cells, the default), wan, slow-node, big-trx, freshness, drain or durability
     ///
     /// lan (or cells): the sysbench matrix of the options above; with
     /// --repeat N above 1, N times on fresh clusters, averaged, with
@@ -144,6 +144,14 @@ pub struct Cli {
     /// unlocked with writes going on, and again with writes stopped,
     /// beside its wsrep_apply_capacity read under load; writes
     /// drain.json and drain.svg in --dir.
+    ///
+    /// durability: the cells per setting, innodb_flush_log_at_trx_commit
+    /// 0, 1 and 2 for every provider and lockstep.log_sync=batch at 2 for
+    /// lockstep (--time 20 unless given), each followed by a whole-cluster
+    /// SIGKILL under two inserting writers per node (restarted as systemd
+    /// does); prints tps, the acknowledged inserts missing and the time
+    /// back to Synced, lockstep flush 2 over Galera flush 1 and batch over
+    /// none; writes durability.json in --dir.
     #[arg(long, value_name = "S", value_parser = Scenario::parse, verbatim_doc_comment)]
     scenario: Option<Scenario>,
     /// lan: runs of the matrix; wan and slow-node: rounds of all their settings, each figure the mean (default 1)
@@ -264,6 +272,14 @@ fn run_drain(spec: &BenchSpec) -> ExitCode {
     })
 }
 
+fn run_durability(spec: &BenchSpec) -> ExitCode {
+    use super::durability;
+    run_scenario(spec, "durability", durability::run, |runs, took| {
+        let any = runs.iter().flat_map(|r| r.cells.iter().flatten()).flat_map(|r| &r.cells).any(|c| matches!(c, runner::CellOutcome::Measured { .. }));
+        (durability::render(spec, runs, took), durability::write_outputs(spec, runs), any)
+    })
+}
+
 fn run_sweep(spec: &BenchSpec) -> ExitCode {
     use super::sweep;
     run_scenario(spec, sweep::name(spec), sweep::run, |runs, took| {
@@ -301,6 +317,7 @@ fn run(spec: &BenchSpec) -> ExitCode {
         super::plan::Scenario::Drain => return run_drain(spec),
         super::plan::Scenario::BigTrx => return run_big_trx(spec),
         super::plan::Scenario::Freshness => return run_freshness(spec),
+        super::plan::Scenario::Durability => return run_durability(spec),
         super::plan::Scenario::Wan | super::plan::Scenario::SlowNode => return run_sweep(spec),
         super::plan::Scenario::Cells if spec.repeat > 1 => return run_sweep(spec),
         super::plan::Scenario::Cells => {}

@@ -45,6 +45,7 @@ mod chart;
 pub mod cli;
 mod counters;
 mod drain;
+mod durability;
 mod freshness;
 mod plan;
 mod report;

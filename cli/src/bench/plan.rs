@@ -83,17 +83,20 @@ pub enum Scenario {
     /// The cells with the last node near, a few ms away, and that far with
     /// larger send windows (see `sweep`).
     SlowNode,
+    /// The write cells per durability setting, and a whole-cluster kill
+    /// (see `durability`).
+    Durability,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 6] = [Scenario::Cells, Scenario::BigTrx, Scenario::Freshness, Scenario::Drain, Scenario::Wan, Scenario::SlowNode];
+    const ALL: [Scenario; 7] = [Scenario::Cells, Scenario::BigTrx, Scenario::Freshness, Scenario::Drain, Scenario::Wan, Scenario::SlowNode, Scenario::Durability];
 
     pub fn parse(text: &str) -> std::result::Result<Scenario, String> {
         let name = if text == "cells" { "lan" } else { text };
         Scenario::ALL
             .into_iter()
             .find(|s| s.name() == name)
-            .ok_or_else(|| format!("scenario must be lan (or cells), wan, slow-node, big-trx, freshness or drain, not {text:?}"))
+            .ok_or_else(|| format!("scenario must be lan (or cells), wan, slow-node, big-trx, freshness, drain or durability, not {text:?}"))
     }
 
     /// As `--scenario` names it.
@@ -105,6 +108,7 @@ impl Scenario {
             Scenario::Drain => "drain",
             Scenario::Wan => "wan",
             Scenario::SlowNode => "slow-node",
+            Scenario::Durability => "durability",
         }
     }
 }
@@ -205,6 +209,7 @@ impl BenchSpec {
                 spec.targets = vec![Target::Node(1)];
                 spec.wan_delay_ms = Some(7);
             }
+            Scenario::Durability => spec.time = 20,
             Scenario::Cells | Scenario::Freshness | Scenario::Drain => {}
         }
         spec
@@ -482,7 +487,7 @@ mod tests {
             assert_eq!(Scenario::parse(s.name()), Ok(s));
         }
         // Every name the help text gives.
-        for name in ["lan", "cells", "wan", "slow-node", "big-trx", "freshness", "drain"] {
+        for name in ["lan", "cells", "wan", "slow-node", "big-trx", "freshness", "drain", "durability"] {
             assert!(Scenario::parse(name).is_ok(), "{name}");
         }
         assert_eq!(Scenario::parse("cells"), Ok(Scenario::Cells));

@@ -157,6 +157,24 @@ impl Checker {
         None
     }
 
+    /// A power cut of every member: what their disks kept reaches
+    /// `upto`, the seqnos after it are in no log and are ordered anew.
+    /// Returns the acknowledged writesets among those (lost), and forgets
+    /// the rest of them.
+    pub fn power_cut(&mut self, upto: Seqno) -> Vec<(Seqno, Uuid, u64)> {
+        let beyond: Vec<Seqno> = self.slots.range(upto + 1..).map(|(s, _)| *s).collect();
+        for s in beyond {
+            if let Some(Slot::Ws { origin, token, .. }) = self.slots.remove(&s) {
+                self.ordered_at.remove(&(origin, token));
+            }
+            self.passed.remove(&s);
+            self.votes.remove(&s);
+        }
+        let (lost, kept): (Vec<_>, Vec<_>) = self.acked.drain(..).partition(|(s, _, _)| *s > upto);
+        self.acked = kept;
+        lost
+    }
+
     pub fn ack(&mut self, seqno: Seqno, origin: Uuid, token: u64) {
         self.acked.push((seqno, origin, token));
     }

@@ -93,8 +93,45 @@ impl Clock for SimClock {
     }
 }
 
+/// `lockstep.log_sync`, as the simulation plays it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogSync {
+    /// The log is written as seqnos are delivered and synced by the
+    /// operating system's writeback only, every `WRITEBACK_MS`.
+    None,
+    /// Synced at the end of each delivery, before its acknowledgements.
+    Batch,
+}
+
+/// How often the operating system writes back an unsynced log.
+const WRITEBACK_MS: u64 = 5_000;
+/// How often the data (InnoDB with innodb_flush_log_at_trx_commit=0)
+/// reaches the disk.
+const DATA_FLUSH_MS: u64 = 1_000;
+
+/// What a member's disk keeps across a power cut: its log (the gcache,
+/// every seqno it delivered) as far as it was synced, and its data's
+/// position as of the data's last flush. A process crash loses nothing
+/// written; the simulation's crashes are power cuts, the worse case.
+#[derive(Clone, Copy, Debug)]
+struct SimDisk {
+    policy: LogSync,
+    log_synced: Seqno,
+    data_synced: Seqno,
+}
+
+impl SimDisk {
+    /// How far a restart finds this member's history reaching (see
+    /// `node::replay`).
+    fn reaches(&self) -> Seqno {
+        self.log_synced.max(self.data_synced)
+    }
+}
+
 /// The node layer's part, as `node::delivery` plays it for the server.
 struct SimNode {
+    /// What survives a power cut of this member.
+    disk: SimDisk,
     cert: Certification,
     notes: Vec<Note>,
     /// Delivered writesets the simulated appliers have yet to apply.
@@ -234,6 +271,10 @@ impl Delivery for NodeDelivery {
         for ev in events.drain(..) {
             node.on_event(ev);
         }
+        // Its clients hear of the batch (the checker's notes) after this.
+        if node.disk.policy == LogSync::Batch {
+            node.disk.log_synced = node.cert.position();
+        }
     }
 
     fn snapshot(&mut self) -> Vec<u8> {
@@ -251,6 +292,7 @@ pub struct Traits {
     /// An arbitrator (garbd): votes, leads only to hand over, takes no
     /// writes.
     pub arbitrator: bool,
+    pub log_sync: LogSync,
 }
 
 pub struct Driven {
@@ -291,10 +333,17 @@ impl Driven {
     /// through the backlog; past the upper limit it asks the group to
     /// stop, under the lower one to go on; a member with its state reports
     /// Joined, then Synced once the backlog is drained, each once.
-    fn node_tick(&mut self) {
+    fn node_tick(&mut self, now_ms: u64) {
         let (backlog, in_view) = {
             let mut n = self.node();
             n.backlog = n.backlog.saturating_sub(self.apply_rate);
+            let position = n.cert.position();
+            if now_ms % DATA_FLUSH_MS < super::TICK_MS {
+                n.disk.data_synced = position;
+            }
+            if now_ms % WRITEBACK_MS < super::TICK_MS {
+                n.disk.log_synced = position;
+            }
             (n.backlog, n.in_view)
         };
         // As the group has ordered it (a member restored from a snapshot
@@ -351,7 +400,7 @@ impl Driven {
     /// node layer reads them from `gvwstate.dat` and its data when it
     /// restarts (its state is then that position's).
     pub fn new(index: usize, election_tick: usize, apply_rate: usize, bootstrap: bool, traits: Traits, previous: Option<Previous>, now: Instant) -> Driven {
-        let Traits { weight, segmented, arbitrator } = traits;
+        let Traits { weight, segmented, arbitrator, log_sync } = traits;
         let id = uuid(index);
         let info = MemberInfo { id, name: format!("node{}", index + 1), incoming: String::new(), address: format!("sim:{}", index), arbitrator, stateless: false };
         let mut raft = group::raft_config(id.raft_id());
@@ -397,6 +446,7 @@ impl Driven {
             (None, false) => SEQNO_UNDEFINED,
         };
         let node = Arc::new(Mutex::new(SimNode {
+            disk: SimDisk { policy: log_sync, log_synced: position, data_synced: position },
             cert: Certification::new(position),
             notes: Vec::new(),
             backlog: 0,
@@ -420,7 +470,7 @@ impl Driven {
     }
 
     pub fn tick(&mut self, now: Instant, now_ms: u64) {
-        self.node_tick();
+        self.node_tick(now_ms);
         // An operator widens and narrows evs.send_window now and then
         // (odd members only), while appends are in flight.
         if self.index % 2 == 1 && now_ms % SEND_WINDOW_EVERY_MS < super::TICK_MS {
@@ -499,8 +549,9 @@ impl Driven {
     /// it was in a primary view (a node that never was has no
     /// `gvwstate.dat`).
     pub fn previous(&self) -> Option<Previous> {
-        let view = self.node().last_view.clone()?;
-        Some(Previous { member: self.info.id, view, position: (HISTORY, self.position()) })
+        let n = self.node();
+        let view = n.last_view.clone()?;
+        Some(Previous { member: self.info.id, view, position: (HISTORY, n.disk.reaches()) })
     }
 
     /// The members of the last primary view this member was in.

@@ -38,6 +38,7 @@ use bytes::Bytes;
 use crate::gtid::{Seqno, Uuid};
 use crate::writeset::{flags, Key, KeyKind, WriteSet};
 use check::{Checker, Note};
+pub use driven::LogSync;
 use driven::{Driven, Traits};
 use network::{Envelope, Network};
 use rng::Rng;
@@ -105,6 +106,9 @@ pub struct Summary {
     pub relayed: u64,
     /// Appends sent to their entries' origin without its payloads.
     pub own: u64,
+    /// Acknowledged writesets that a power cut of every member took with
+    /// it (never under `LogSync::Batch`, where that fails the run).
+    pub lost: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,16 +157,24 @@ struct Sim {
     segmented: bool,
     /// Per arbitrator: since when it leads (now, while it does not).
     arbitrator_led_since: BTreeMap<usize, u64>,
+    log_sync: LogSync,
+    /// Acknowledged writesets lost to power cuts.
+    lost: usize,
 }
 
 /// Runs the simulation of `seed`; `trace` prints the schedule and the
 /// driver's log lines.
 pub fn run(seed: u64, trace: bool) -> Result<Summary, String> {
+    run_with(seed, trace, LogSync::Batch)
+}
+
+/// [`run`] with members whose logs sync as `log_sync` says.
+pub fn run_with(seed: u64, trace: bool, log_sync: LogSync) -> Result<Summary, String> {
     if !trace {
         // The driver's log lines, thousands per run, say nothing here.
         crate::log::set_sink(Some(std::sync::Arc::new(|_, _| {})));
     }
-    let mut sim = Sim::new(seed, trace);
+    let mut sim = Sim::new(seed, trace, log_sync);
     sim.run().map_err(|e| format!("at {} ms: {}", sim.now, e))?;
     Ok(Summary {
         members: sim.members.len(),
@@ -174,6 +186,7 @@ pub fn run(seed: u64, trace: bool) -> Result<Summary, String> {
         messages: sim.net.sent(),
         relayed: sim.net.relayed,
         own: sim.net.own,
+        lost: sim.lost,
     })
 }
 
@@ -224,7 +237,7 @@ fn debug_group(m: &Driven) {
 }
 
 impl Sim {
-    fn new(seed: u64, trace: bool) -> Sim {
+    fn new(seed: u64, trace: bool, log_sync: LogSync) -> Sim {
         let mut rng = Rng::new(seed);
         let n = if rng.chance(50) { 3 } else { 5 };
         let delay = (1, rng.between(2, 40));
@@ -243,7 +256,7 @@ impl Sim {
             // leaves nobody primary while it is cut off (the README
             // advises against it), but must still never order twice.
             let arbitrator = seed % 3 == 0 && i == n - 1;
-            let traits = Traits { weight, segmented: segmented(seed), arbitrator };
+            let traits = Traits { weight, segmented: segmented(seed), arbitrator, log_sync };
             members.push(Driven::new(i, election, rate, i == 0, traits, None, base));
         }
         let mut sim = Sim {
@@ -265,6 +278,8 @@ impl Sim {
             trace,
             segmented: segmented(seed),
             arbitrator_led_since: BTreeMap::new(),
+            log_sync,
+            lost: 0,
         };
         sim.net.side = vec![0; n];
         if trace {
@@ -279,7 +294,7 @@ impl Sim {
         let mut fault = Fault::None;
         while self.now < RUN_MS + SETTLE_MS {
             if self.now < RUN_MS && self.now >= next_fault && fault == Fault::None {
-                let (f, lasts) = self.inject();
+                let (f, lasts) = self.inject()?;
                 fault = f;
                 heal_at = self.now + lasts;
             }
@@ -468,8 +483,9 @@ impl Sim {
     }
 
     /// Starts a fault; how long it lasts. At most one at a time, and never
-    /// on more than a minority, so a majority always survives.
-    fn inject(&mut self) -> (Fault, u64) {
+    /// on more than a minority, so a majority always survives (but for an
+    /// outage, after which they all restart).
+    fn inject(&mut self) -> Result<(Fault, u64), String> {
         let n = self.members.len();
         let live: Vec<usize> = (0..n).filter(|i| !self.crashed[*i]).collect();
         let victim = live[self.rng.below(live.len() as u64) as usize];
@@ -502,7 +518,10 @@ impl Sim {
             }
             Fault::Freeze => self.frozen_until[victim] = self.now + lasts,
             Fault::Crash => self.kill(victim),
-            Fault::Outage => live.iter().for_each(|i| self.kill(*i)),
+            Fault::Outage => {
+                live.iter().for_each(|i| self.kill(*i));
+                self.power_cut()?;
+            }
             Fault::Leave => {
                 self.members[victim].leave();
                 self.leaving = Some(victim);
@@ -518,7 +537,22 @@ impl Sim {
             eprintln!("{}", what);
         }
         self.faults.push(what);
-        (fault, lasts)
+        Ok((fault, lasts))
+    }
+
+    /// Every member died with what its disk had synced: the history goes
+    /// on after the furthest any of them reaches (the member whose log
+    /// reaches furthest forms the component again), and what was ordered
+    /// beyond is in no log. An acknowledged writeset among that is lost:
+    /// counted, and a failure where every log syncs before it acknowledges.
+    fn power_cut(&mut self) -> Result<(), String> {
+        let reaches = self.killed.iter().filter_map(|(_, p)| p.as_ref().map(|p| p.position.1)).max().unwrap_or(0);
+        let lost = self.check.power_cut(reaches);
+        if self.log_sync == LogSync::Batch && !lost.is_empty() {
+            return Err(format!("a power cut of every member lost {} acknowledged writesets (the logs reach {}, the first lost at seqno {})", lost.len(), reaches, lost[0].0));
+        }
+        self.lost += lost.len();
+        Ok(())
     }
 
     fn heal(&mut self, fault: Fault) {
@@ -582,7 +616,7 @@ impl Sim {
         let taken: Vec<usize> = (0..i).filter(|j| !self.crashed[*j]).map(|j| self.members[j].election_tick()).collect();
         let election = distinct_election(&mut self.rng, &taken);
         let now = at(self.base, self.now);
-        let traits = Traits { weight, segmented: self.segmented, arbitrator: false };
+        let traits = Traits { weight, segmented: self.segmented, arbitrator: false, log_sync: self.log_sync };
         self.members.push(Driven::new(i, election, self.rng.between(2, 8) as usize, false, traits, previous, now));
         self.frozen_until.push(0);
         self.crashed.push(false);
