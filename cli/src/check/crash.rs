@@ -201,8 +201,8 @@ fn restart(cluster: &Cluster, victims: &[usize], spec: &RoundSpec) -> Result<Dur
 }
 
 fn verify(cluster: &Cluster, nodes: &[usize], out: &mut Round) -> crate::workload::Result<()> {
-    let held = inserts::held(cluster, nodes)?;
-    let sums = inserts::checksums(cluster, nodes)?;
+    let held = inserts::held(cluster, nodes, out.round)?;
+    let sums = inserts::checksums(cluster, nodes, out.round)?;
     out.lost = inserts::lost(&out.acked.ids, &held).into_iter().map(|(n, ids)| (n, ids.len())).collect();
     out.divergences = inserts::divergences(&out.acked.ids, &held, &sums);
     if !out.divergences.is_empty() {

@@ -132,9 +132,15 @@ fn writer(node: Node, w: usize, round: u32, config: &InsertConfig, stop: &Atomic
     out
 }
 
-/// The ids each node holds, read causally (`wsrep_sync_wait=1`).
-pub fn held(cluster: &Cluster, nodes: &[usize]) -> Result<Vec<(usize, BTreeSet<u64>)>> {
-    let sql = format!("SET SESSION wsrep_sync_wait=1; SELECT id FROM {TABLE}");
+/// The ids a round's writers can have sent: each round is judged by its
+/// own rows, so a divergence an earlier round left is not counted again.
+fn round_ids(round: u32) -> String {
+    format!("id >= {} AND id < {}", id(round, 0, 0), id(round + 1, 0, 0))
+}
+
+/// The ids of `round` each node holds, read causally (`wsrep_sync_wait=1`).
+pub fn held(cluster: &Cluster, nodes: &[usize], round: u32) -> Result<Vec<(usize, BTreeSet<u64>)>> {
+    let sql = format!("SET SESSION wsrep_sync_wait=1; SELECT id FROM {TABLE} WHERE {}", round_ids(round));
     nodes
         .iter()
         .map(|&n| {
@@ -146,14 +152,16 @@ pub fn held(cluster: &Cluster, nodes: &[usize]) -> Result<Vec<(usize, BTreeSet<u
         .collect()
 }
 
-/// `CHECKSUM TABLE` on each node.
-pub fn checksums(cluster: &Cluster, nodes: &[usize]) -> Result<Vec<(usize, String)>> {
+/// A checksum of `round`'s rows (ids and the node column) on each node:
+/// `CHECKSUM TABLE` would cover every round.
+pub fn checksums(cluster: &Cluster, nodes: &[usize], round: u32) -> Result<Vec<(usize, String)>> {
+    let sql = format!("SELECT CONCAT(COUNT(*), ':', COALESCE(BIT_XOR(CRC32(CONCAT_WS(',', id, node))), 0)) FROM {TABLE} WHERE {}", round_ids(round));
     nodes
         .iter()
         .map(|&n| {
             let mut s = Session::open(cluster.node(n), Duration::from_secs(120))?;
-            let rows = s.rows(&format!("CHECKSUM TABLE {TABLE}"))?;
-            let sum = rows.first().and_then(|r| r.get(1)).cloned().unwrap_or_default();
+            let rows = s.rows(&sql)?;
+            let sum = rows.first().and_then(|r| r.first()).cloned().unwrap_or_default();
             Ok((n, sum))
         })
         .collect()

@@ -266,9 +266,9 @@ impl Gcache {
         let mut dropped = Vec::new();
         // A record that opens a new page leaves the old one behind: a sync
         // of what was written covers the page being written only.
-        if let Some(old) = self.pages.current() {
-            if old.full_after(payload.len()) {
-                old.medium.sync()?;
+        if let Some(old) = self.pages.current().filter(|p| p.full_after(payload.len())) {
+            if let Err(e) = old.medium.sync() {
+                log::warning!("gcache: syncing overflow page {} failed: {}", old.id, e);
             }
         }
         let serial = self.ring.take_serial();

@@ -25,7 +25,7 @@ use crate::gtid::{Seqno, Uuid};
 pub enum Medium {
     File(File),
     /// The file mapped into memory (see `Medium::mapped`).
-    Mapped { map: Mutex<memmap2::MmapMut>, _file: File },
+    Mapped { map: Mutex<memmap2::MmapMut>, file: File },
     /// Grows up to the ring's size as it is written.
     Memory(Mutex<Vec<u8>>),
 }
@@ -47,7 +47,7 @@ impl Medium {
         // and sized above; nothing else of this process maps or resizes
         // it, and every access goes through the mutex.
         match unsafe { memmap2::MmapMut::map_mut(&file) } {
-            Ok(map) if map.len() as u64 == size => Medium::Mapped { map: Mutex::new(map), _file: file },
+            Ok(map) if map.len() as u64 == size => Medium::Mapped { map: Mutex::new(map), file },
             _ => Medium::File(file),
         }
     }
@@ -77,7 +77,7 @@ impl Medium {
     /// needs no lock the writers take.
     pub fn sync(&self) -> io::Result<()> {
         match self {
-            Medium::File(f) | Medium::Mapped { _file: f, .. } => f.sync_data(),
+            Medium::File(f) | Medium::Mapped { file: f, .. } => f.sync_data(),
             Medium::Memory(_) => Ok(()),
         }
     }
