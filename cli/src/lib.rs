@@ -5,6 +5,7 @@ pub mod bench;
 pub mod check;
 pub mod cluster;
 pub mod conformance;
+pub mod fault;
 pub mod options;
 pub mod recover;
 pub mod top;

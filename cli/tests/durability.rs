@@ -36,8 +36,9 @@ fn acknowledged_commits_survive_every_node_killed_at_once_with_innodb_flush_log_
     }
 }
 
-fn check(round: &Round, kill: Kill, start: Start) {
-    let what = format!("kill {} (nodes {:?}), start {}", kill.label(), round.victims, start.label());
+fn check(r: &Round, kill: Kill, start: Start) {
+    let what = format!("kill {} (nodes {:?}), start {}", kill.label(), r.victims, start.label());
+    let round = &r.verdict;
     if let Some(e) = &round.error {
         panic!("{what}: {e}");
     }
@@ -47,6 +48,6 @@ fn check(round: &Round, kill: Kill, start: Start) {
     eprintln!(
         "{what}: {} inserts acknowledged, none missing on any node, checksums equal, Synced {:.1}s after the restart",
         round.acked.ids.len(),
-        round.recovery.map_or(0.0, |d| d.as_secs_f64())
+        r.recovery.map_or(0.0, |d| d.as_secs_f64())
     );
 }

@@ -93,7 +93,7 @@ fn crash_round(spec: &BenchSpec, setting: &Setting, log: &mut dyn FnMut(&str)) -
     let cluster = crash::cluster(cluster_spec, setting.flush).map_err(|e| format!("the crash cluster did not start: {e}"))?;
     let round = RoundSpec { kill: Kill::All, start: Start::Systemd, load: Duration::from_secs(10), kill_gap: Duration::from_millis(200), after_kill: Duration::from_secs(1), recovery_timeout: Duration::from_secs(300) };
     let r = crash::round(&cluster, &round, &InsertConfig::default(), 0);
-    log(&format!("  {}: whole-cluster kill: {} acknowledged, {} missing, back in {}", setting.label, r.acked.ids.len(), r.lost_total(), back(&r)));
+    log(&format!("  {}: whole-cluster kill: {} acknowledged, {} missing, back in {}", setting.label, r.verdict.acked.ids.len(), r.verdict.lost_total(), back(&r)));
     drop(cluster);
     if !spec.keep_data {
         let _ = std::fs::remove_dir_all(&dir);
@@ -102,7 +102,7 @@ fn crash_round(spec: &BenchSpec, setting: &Setting, log: &mut dyn FnMut(&str)) -
 }
 
 fn back(r: &Round) -> String {
-    r.recovery.map_or_else(|| format!("not back ({})", r.error.clone().unwrap_or_default()), |d| format!("{:.1} s", d.as_secs_f64()))
+    r.recovery.map_or_else(|| format!("not back ({})", r.verdict.error.clone().unwrap_or_default()), |d| format!("{:.1} s", d.as_secs_f64()))
 }
 
 fn tps(run: &Option<ProviderRun>, c: usize) -> Option<f64> {
@@ -133,8 +133,8 @@ pub fn render(spec: &BenchSpec, runs: &[SettingRun], took: Duration) -> String {
                 None => continue,
                 Some(Err(e)) => format!("n/a ({e})"),
                 Some(Ok(round)) => {
-                    let lost: Vec<String> = round.lost.iter().map(|(_, n)| n.to_string()).collect();
-                    format!("{} acknowledged, missing per node {}, back in {}", round.acked.ids.len(), if lost.is_empty() { "-".into() } else { lost.join(" / ") }, back(round))
+                    let lost: Vec<String> = round.verdict.lost.iter().map(|(_, n)| n.to_string()).collect();
+                    format!("{} acknowledged, missing per node {}, back in {}", round.verdict.acked.ids.len(), if lost.is_empty() { "-".into() } else { lost.join(" / ") }, back(round))
                 }
             };
             out.push_str(&format!("  {:<12} {:<10} {text}\n", r.setting.label, spec.provider_slug(p)));
@@ -183,7 +183,7 @@ pub fn write_outputs(spec: &BenchSpec, runs: &[SettingRun]) -> crate::cluster::R
                 "provider": spec.provider_slug(p),
                 "cells": cells.iter().enumerate().map(|(c, cell)| json!({ "test": cell.test, "threads": cell.threads, "target": cell.target.label(), "tps": tps(&r.cells[p], c) })).collect::<Vec<_>>(),
                 "crash": r.crashes[p].as_ref().map(|c| match c {
-                    Ok(round) => json!({ "acknowledged": round.acked.ids.len(), "missing_per_node": round.lost.iter().map(|(_, n)| n).collect::<Vec<_>>(), "recovery_s": round.recovery.map(|d| d.as_secs_f64()), "error": round.error }),
+                    Ok(round) => json!({ "acknowledged": round.verdict.acked.ids.len(), "missing_per_node": round.verdict.lost.iter().map(|(_, n)| n).collect::<Vec<_>>(), "recovery_s": round.recovery.map(|d| d.as_secs_f64()), "error": round.verdict.error }),
                     Err(e) => json!({ "error": e }),
                 }),
             })).collect::<Vec<_>>(),

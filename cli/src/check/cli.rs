@@ -1,7 +1,9 @@
-//! `lockstep check crash`: arguments in, rounds and a summary table out.
+//! `lockstep check crash|partition`: arguments in, rounds and a summary
+//! table out.
 
 use super::crash::{self, Kill, Round, RoundSpec, Start};
-use crate::cluster::{ClusterSpec, Provider};
+use super::partition::{self, Split};
+use crate::cluster::{Cluster, ClusterSpec, Provider};
 use crate::workload::inserts::InsertConfig;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -20,6 +22,124 @@ enum Command {
     /// Acknowledged commits across SIGKILLs: writers insert on every node, nodes are killed under them and started again, every acknowledged insert is looked up on every node
     #[command(after_help = CRASH_AFTER_HELP)]
     Crash(CrashArgs),
+    /// Healing after partitions: writers insert on every node, the network between one side and the rest drops every packet for a few seconds, then heals; how long until every node is Synced in one component, and every acknowledged insert on every node
+    #[command(after_help = PARTITION_AFTER_HELP)]
+    Partition(PartitionArgs),
+}
+
+const PARTITION_AFTER_HELP: &str = "\
+Lists are comma-separated. Each provider and flush setting gets a fresh
+cluster whose nodes listen for group, IST and SST traffic on addresses of
+their own (127.20.0.N); a partition is an nftables table (named after
+--base-port) that drops every packet between two sides' addresses, so
+connections stay open and nothing crosses, as when a network drops
+packets. A round: --writers writers per node insert for --time seconds;
+--split names the side cut off (one node, or the largest minority), for
+--cut seconds (each round the next of nine steps of the range); then the
+rules go, and the round waits until every node is Synced in a primary
+component of every node. Then as in `check crash`: every acknowledged
+insert looked up on every node, rows and checksums compared. Needs root
+and nft. Exit status: 0 when every round healed within --heal-within,
+lost nothing and diverged nowhere; 1 otherwise; 2 for bad arguments.";
+
+/// What every check takes: the clusters, the writers, the rounds.
+#[derive(Args, Debug)]
+struct Common {
+    /// galera, lockstep or library paths
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "lockstep", value_parser = provider)]
+    providers: Vec<Provider>,
+    /// innodb_flush_log_at_trx_commit values
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "0")]
+    flush: Vec<u8>,
+    /// Rounds per setting
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    rounds: u32,
+    /// Seconds the writers write before the fault
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    time: u64,
+    /// Writers per node
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    writers: usize,
+    /// Cluster size
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    nodes: usize,
+    /// Seconds the cluster has to be whole and Synced again
+    #[arg(long, value_name = "SECS", default_value_t = 180)]
+    recovery_timeout: u64,
+    /// The clusters' directories
+    #[arg(long, value_name = "DIR", default_value = "/tmp/lockstep-check")]
+    dir: PathBuf,
+    /// Node N uses P+10(N-1) and up (see lockstep cluster up)
+    #[arg(long, value_name = "P", default_value_t = 26000)]
+    base_port: u16,
+    /// Extra [mysqld] option for every node (repeatable)
+    #[arg(long = "mysqld-option", value_name = "K=V")]
+    mysqld_options: Vec<String>,
+    /// Extra wsrep_provider_options entry for every node (repeatable)
+    #[arg(long = "provider-option", value_name = "K=V")]
+    provider_options: Vec<String>,
+    /// Also write the summary table to FILE
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+impl Common {
+    fn writers(&self) -> InsertConfig {
+        InsertConfig { writers_per_node: self.writers, ..InsertConfig::default() }
+    }
+
+    /// The spec of the cluster for one provider and flush setting, in a
+    /// directory of its own (`kind`: the check's name, or nothing).
+    fn spec(&self, provider: &Provider, flush: u8, kind: &str) -> ClusterSpec {
+        let name = format!("{kind}{}-flush{flush}", provider.label().replace('/', "_"));
+        let mut spec = ClusterSpec::new(self.nodes, provider.clone(), self.dir.join(name)).base_port(self.base_port);
+        for o in &self.mysqld_options {
+            spec = spec.mysqld_option(o.clone());
+        }
+        for o in &self.provider_options {
+            spec = spec.provider_option(o.clone());
+        }
+        spec
+    }
+
+    /// Prints the table, writes it to --output, and says how it ended.
+    fn finish(&self, table: &str, clean: bool) -> ExitCode {
+        println!("\n{table}");
+        if let Some(path) = &self.output {
+            if let Err(e) = std::fs::write(path, table) {
+                eprintln!("cannot write {}: {e}", path.display());
+            }
+        }
+        match clean {
+            true => ExitCode::SUCCESS,
+            false => ExitCode::FAILURE,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct PartitionArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Which side a round cuts off: one, minority
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "one", value_parser = Split::parse)]
+    split: Vec<Split>,
+    /// Seconds a cut lasts: LOW-HIGH
+    #[arg(long, value_name = "LOW-HIGH", default_value = "4-12", value_parser = seconds_range)]
+    cut: (Duration, Duration),
+    /// A round heals when every node is Synced in one component within
+    /// this many seconds of the heal
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    heal_within: u64,
+}
+
+fn seconds_range(text: &str) -> Result<(Duration, Duration), String> {
+    let (low, high) = text.split_once('-').unwrap_or((text, text));
+    let parse = |t: &str| t.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64);
+    match (parse(low), parse(high)) {
+        (Some(l), Some(h)) if l <= h => Ok((l, h)),
+        _ => Err(format!("{text:?}: expected seconds LOW-HIGH, LOW <= HIGH")),
+    }
 }
 
 const CRASH_AFTER_HELP: &str = "\
@@ -37,52 +157,18 @@ nowhere and recovered; 1 otherwise; 2 for bad arguments.";
 
 #[derive(Args, Debug)]
 struct CrashArgs {
-    /// galera, lockstep or library paths
-    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "lockstep", value_parser = provider)]
-    providers: Vec<Provider>,
-    /// innodb_flush_log_at_trx_commit values
-    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "0")]
-    flush: Vec<u8>,
+    #[command(flatten)]
+    common: Common,
     /// Which nodes a round kills: all, one, majority
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "all", value_parser = Kill::parse)]
     kill: Vec<Kill>,
     /// How killed nodes start again: systemd, plain
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "systemd,plain", value_parser = Start::parse)]
     start: Vec<Start>,
-    /// Rounds per setting
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    rounds: u32,
-    /// Seconds the writers write before the first kill
-    #[arg(long, value_name = "SECS", default_value_t = 10)]
-    time: u64,
-    /// Writers per node
-    #[arg(long, value_name = "N", default_value_t = 2)]
-    writers: usize,
-    /// Cluster size
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    nodes: usize,
-    /// Seconds the killed nodes have to be Synced again
-    #[arg(long, value_name = "SECS", default_value_t = 180)]
-    recovery_timeout: u64,
-    /// The clusters' directories
-    #[arg(long, value_name = "DIR", default_value = "/tmp/lockstep-check")]
-    dir: PathBuf,
-    /// Node N uses P+10(N-1) and up (see lockstep cluster up)
-    #[arg(long, value_name = "P", default_value_t = 26000)]
-    base_port: u16,
-    /// Extra [mysqld] option for every node (repeatable)
-    #[arg(long = "mysqld-option", value_name = "K=V")]
-    mysqld_options: Vec<String>,
-    /// Extra wsrep_provider_options entry for every node (repeatable)
-    #[arg(long = "provider-option", value_name = "K=V")]
-    provider_options: Vec<String>,
     /// Stop at the first round that lost or diverged, leaving the
     /// cluster's data as that round found it
     #[arg(long)]
     stop_on_failure: bool,
-    /// Also write the summary table to FILE
-    #[arg(long, value_name = "FILE")]
-    output: Option<PathBuf>,
 }
 
 fn provider(text: &str) -> Result<Provider, String> {
@@ -92,6 +178,7 @@ fn provider(text: &str) -> Result<Provider, String> {
 pub fn run_cli(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Crash(args) => run_crash(&args),
+        Command::Partition(args) => run_partition(&args),
     }
 }
 
@@ -107,41 +194,24 @@ struct Series {
 }
 
 fn run_crash(args: &CrashArgs) -> ExitCode {
-    let writers = InsertConfig { writers_per_node: args.writers, ..InsertConfig::default() };
+    let writers = args.common.writers();
     let mut all = Vec::new();
-    for provider in &args.providers {
-        for &flush in &args.flush {
+    for provider in &args.common.providers {
+        for &flush in &args.common.flush {
             all.extend(provider_series(args, provider, flush, &writers));
         }
     }
-    let table = summary(&all);
-    println!("\n{table}");
-    if let Some(path) = &args.output {
-        if let Err(e) = std::fs::write(path, &table) {
-            eprintln!("cannot write {}: {e}", path.display());
-        }
-    }
-    let clean = all.iter().all(|s| s.failed.is_none() && s.rounds.iter().all(Round::clean));
-    if clean {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    let clean = all.iter().all(|s| s.failed.is_none() && s.rounds.iter().all(|r| r.verdict.clean()));
+    args.common.finish(&summary(&all), clean)
 }
 
 /// Every kill and start setting on one fresh cluster of `provider`.
 fn provider_series(args: &CrashArgs, provider: &Provider, flush: u8, writers: &InsertConfig) -> Vec<Series> {
     let label = provider.label();
-    let mut spec = ClusterSpec::new(args.nodes, provider.clone(), args.dir.join(format!("{}-flush{flush}", label.replace('/', "_")))).base_port(args.base_port);
-    for o in &args.mysqld_options {
-        spec = spec.mysqld_option(o.clone());
-    }
-    for o in &args.provider_options {
-        spec = spec.provider_option(o.clone());
-    }
+    let spec = args.common.spec(provider, flush, "");
     let settings: Vec<(Kill, Start)> = args.kill.iter().flat_map(|k| args.start.iter().map(move |s| (*k, *s))).collect();
     let series_of = |kill, start, rounds, failed| Series { provider: label.clone(), flush, kill, start, rounds, failed };
-    eprintln!("{label}, innodb_flush_log_at_trx_commit={flush}: starting {} nodes in {}", args.nodes, spec.dir.display());
+    eprintln!("{label}, innodb_flush_log_at_trx_commit={flush}: starting {} nodes in {}", args.common.nodes, spec.dir.display());
     let cluster = match crash::cluster(spec, flush) {
         Ok(c) => c,
         Err(e) => return settings.into_iter().map(|(k, s)| series_of(k, s, Vec::new(), Some(e.to_string()))).collect(),
@@ -152,14 +222,14 @@ fn provider_series(args: &CrashArgs, provider: &Provider, flush: u8, writers: &I
         let spec = RoundSpec {
             kill,
             start,
-            load: Duration::from_secs(args.time),
+            load: Duration::from_secs(args.common.time),
             kill_gap: Duration::from_millis(200),
             after_kill: Duration::from_secs(1),
-            recovery_timeout: Duration::from_secs(args.recovery_timeout),
+            recovery_timeout: Duration::from_secs(args.common.recovery_timeout),
         };
-        let rounds = crash::series(&cluster, &spec, writers, (first, args.rounds), args.stop_on_failure, &mut |r| report_round(&label, flush, &spec, r));
-        first += args.rounds;
-        let broken = rounds.last().is_some_and(|r| r.recovery.is_none() || (args.stop_on_failure && !r.clean()));
+        let rounds = crash::series(&cluster, &spec, writers, (first, args.common.rounds), args.stop_on_failure, &mut |r| report_round(&label, flush, &spec, r));
+        first += args.common.rounds;
+        let broken = rounds.last().is_some_and(|r| r.recovery.is_none() || (args.stop_on_failure && !r.verdict.clean()));
         out.push(series_of(kill, start, rounds, None));
         if broken {
             break; // the cluster is unusable: the other settings of this provider do not run
@@ -169,7 +239,7 @@ fn provider_series(args: &CrashArgs, provider: &Provider, flush: u8, writers: &I
 }
 
 fn report_round(provider: &str, flush: u8, spec: &RoundSpec, r: &Round) {
-    let lost: Vec<String> = r.lost.iter().map(|(_, n)| n.to_string()).collect();
+    let lost: Vec<String> = r.verdict.lost.iter().map(|(_, n)| n.to_string()).collect();
     let back = r.recovery.map_or("not back".to_string(), |d| format!("back in {:.1}s", d.as_secs_f64()));
     eprintln!(
         "{provider} flush={flush} kill={} ({}) start={} round {}: {} acknowledged ({} in doubt, {} refused), lost per node {}, {back}{}{}",
@@ -177,22 +247,13 @@ fn report_round(provider: &str, flush: u8, spec: &RoundSpec, r: &Round) {
         r.victims.iter().map(|n| format!("node{n}")).collect::<Vec<_>>().join(","),
         spec.start.label(),
         r.round,
-        r.acked.ids.len(),
-        r.acked.in_doubt,
-        r.acked.refused,
+        r.verdict.acked.ids.len(),
+        r.verdict.acked.in_doubt,
+        r.verdict.acked.refused,
         if lost.is_empty() { "-".into() } else { lost.join("/") },
-        r.error.as_ref().map_or(String::new(), |e| format!("; {e}")),
-        diverged_text(r),
+        r.verdict.error.as_ref().map_or(String::new(), |e| format!("; {e}")),
+        r.verdict.diverged_text(),
     );
-}
-
-/// What diverged besides the lost inserts (counted already).
-fn diverged_text(r: &Round) -> String {
-    let other: Vec<_> = r.divergences.iter().filter(|d| d.kind() != "lost").cloned().collect();
-    match other.is_empty() {
-        true => String::new(),
-        false => format!("; {}", crate::workload::Error::Diverged(other)),
-    }
 }
 
 /// The summary: one row per setting.
@@ -212,18 +273,18 @@ fn summary(all: &[Series]) -> String {
 
 fn summary_row(s: &Series) -> String {
     let n = s.rounds.len().max(1);
-    let acked: usize = s.rounds.iter().map(|r| r.acked.ids.len()).sum();
+    let acked: usize = s.rounds.iter().map(|r| r.verdict.acked.ids.len()).sum();
     let mut lost: Vec<usize> = Vec::new();
     for r in &s.rounds {
-        for (i, (_, count)) in r.lost.iter().enumerate() {
+        for (i, (_, count)) in r.verdict.lost.iter().enumerate() {
             if lost.len() <= i {
                 lost.push(0);
             }
             lost[i] += count;
         }
     }
-    let losing = s.rounds.iter().filter(|r| r.lost_total() > 0).count();
-    let diverged = s.rounds.iter().filter(|r| r.divergences.iter().any(|d| d.kind() != "lost")).count();
+    let losing = s.rounds.iter().filter(|r| r.verdict.lost_total() > 0).count();
+    let diverged = s.rounds.iter().filter(|r| r.verdict.divergences.iter().any(|d| d.kind() != "lost")).count();
     let mut back: Vec<f64> = s.rounds.iter().filter_map(|r| r.recovery).map(|d| d.as_secs_f64()).collect();
     back.sort_by(f64::total_cmp);
     let not_back = s.rounds.len() - back.len();
@@ -245,4 +306,100 @@ fn summary_row(s: &Series) -> String {
         diverged,
         times
     )
+}
+
+/// One partition setting's rounds, for the summary.
+struct PartitionSeries {
+    provider: String,
+    flush: u8,
+    split: Split,
+    rounds: Vec<partition::Round>,
+    failed: Option<String>,
+}
+
+fn run_partition(args: &PartitionArgs) -> ExitCode {
+    let bound = Duration::from_secs(args.heal_within);
+    let mut all = Vec::new();
+    for provider in &args.common.providers {
+        for &flush in &args.common.flush {
+            all.extend(partition_series(args, provider, flush));
+        }
+    }
+    let clean = all.iter().all(|s| s.failed.is_none() && s.rounds.iter().all(|r| r.verdict.clean() && r.healed_within(bound)));
+    args.common.finish(&partition_summary(&all, bound), clean)
+}
+
+/// Every split setting on one fresh cluster of `provider`, its nodes on
+/// addresses of their own.
+fn partition_series(args: &PartitionArgs, provider: &Provider, flush: u8) -> Vec<PartitionSeries> {
+    let label = provider.label();
+    let spec = crate::fault::partition::own_addresses(args.common.spec(provider, flush, "partition-"));
+    let series_of = |split, rounds, failed| PartitionSeries { provider: label.clone(), flush, split, rounds, failed };
+    eprintln!("{label}, innodb_flush_log_at_trx_commit={flush}: starting {} nodes in {}", args.common.nodes, spec.dir.display());
+    let cluster: Cluster = match crash::cluster(spec, flush) {
+        Ok(c) => c,
+        Err(e) => return args.split.iter().map(|s| series_of(*s, Vec::new(), Some(e.to_string()))).collect(),
+    };
+    let mut first = 0;
+    let mut out = Vec::new();
+    for &split in &args.split {
+        let spec = partition::RoundSpec {
+            split,
+            load: Duration::from_secs(args.common.time),
+            cut: args.cut,
+            heal_within: Duration::from_secs(args.heal_within),
+            recovery_timeout: Duration::from_secs(args.common.recovery_timeout),
+        };
+        let rounds = partition::series(&cluster, &spec, &args.common.writers(), (first, args.common.rounds), &mut |r| report_partition(&label, flush, &spec, r));
+        first += args.common.rounds;
+        let broken = rounds.last().is_some_and(|r| r.back.is_none());
+        out.push(series_of(split, rounds, None));
+        if broken {
+            break;
+        }
+    }
+    out
+}
+
+fn report_partition(provider: &str, flush: u8, spec: &partition::RoundSpec, r: &partition::Round) {
+    let v = &r.verdict;
+    let lost: Vec<String> = v.lost.iter().map(|(_, n)| n.to_string()).collect();
+    let back = r.back.map_or("not whole".to_string(), |d| format!("whole {:.1}s after the heal{}", d.as_secs_f64(), if r.healed_within(spec.heal_within) { "" } else { " (too late)" }));
+    eprintln!(
+        "{provider} flush={flush} split={} ({} cut off {:.1}s) round {}: {} acknowledged ({} in doubt, {} refused), lost per node {}, {back}{}{}",
+        spec.split.label(),
+        r.cut_off.iter().map(|n| format!("node{n}")).collect::<Vec<_>>().join(","),
+        r.cut.as_secs_f64(),
+        r.number,
+        v.acked.ids.len(),
+        v.acked.in_doubt,
+        v.acked.refused,
+        if lost.is_empty() { "-".into() } else { lost.join("/") },
+        v.error.as_ref().map_or(String::new(), |e| format!("; {e}")),
+        v.diverged_text(),
+    );
+}
+
+fn partition_summary(all: &[PartitionSeries], bound: Duration) -> String {
+    let mut out = format!(
+        "| provider | flush | split | rounds | healed within {} s | after the heal (median, max) | lost (all rounds) | rounds diverged |\n|---|---|---|---|---|---|---|---|\n",
+        bound.as_secs()
+    );
+    for s in all {
+        if let Some(why) = &s.failed {
+            out.push_str(&format!("| {} | {} | {} | 0 | n/a: {} | | | |\n", s.provider, s.flush, s.split.label(), why.lines().next().unwrap_or("")));
+            continue;
+        }
+        let mut back: Vec<f64> = s.rounds.iter().filter_map(|r| r.back).map(|d| d.as_secs_f64()).collect();
+        back.sort_by(f64::total_cmp);
+        let times = match back.len() {
+            0 => "never".to_string(),
+            k => format!("{:.1} s, {:.1} s", back[k / 2], back[k - 1]),
+        };
+        let healed = s.rounds.iter().filter(|r| r.healed_within(bound)).count();
+        let lost: usize = s.rounds.iter().map(|r| r.verdict.lost_total()).sum();
+        let diverged = s.rounds.iter().filter(|r| r.verdict.divergences.iter().any(|d| d.kind() != "lost")).count();
+        out.push_str(&format!("| {} | {} | {} | {} | {healed} | {times} | {lost} | {diverged} |\n", s.provider, s.flush, s.split.label(), s.rounds.len()));
+    }
+    out
 }

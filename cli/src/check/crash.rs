@@ -95,30 +95,69 @@ pub struct RoundSpec {
     pub recovery_timeout: Duration,
 }
 
+/// What the writers of a round were told and what the nodes hold
+/// afterwards: the part of a round's findings every check shares.
+#[derive(Clone, Debug, Default)]
+pub struct Verdict {
+    pub acked: Acked,
+    /// Acknowledged inserts missing, per node (node, count).
+    pub lost: Vec<(usize, usize)>,
+    pub divergences: Vec<Divergence>,
+    pub error: Option<String>,
+}
+
+impl Verdict {
+    pub fn lost_total(&self) -> usize {
+        self.lost.iter().map(|(_, n)| n).sum()
+    }
+
+    /// Nothing lost, nothing diverged, no error.
+    pub fn clean(&self) -> bool {
+        self.error.is_none() && self.divergences.is_empty()
+    }
+
+    /// Reads round `round`'s rows on `nodes` and compares them with what
+    /// was acknowledged; divergences are also written to the cluster's
+    /// directory, `round-N.divergences`.
+    pub fn verify(&mut self, cluster: &Cluster, nodes: &[usize], round: u32) {
+        if let Err(e) = self.compare(cluster, nodes, round) {
+            self.error = Some(e.to_string());
+        }
+        if !self.divergences.is_empty() {
+            let path = cluster.dir().join(format!("round-{round}.divergences"));
+            let text: String = self.divergences.iter().map(|d| format!("{d}\n")).collect();
+            let _ = std::fs::write(&path, text);
+        }
+    }
+
+    fn compare(&mut self, cluster: &Cluster, nodes: &[usize], round: u32) -> crate::workload::Result<()> {
+        let held = inserts::held(cluster, nodes, round)?;
+        let sums = inserts::checksums(cluster, nodes, round)?;
+        self.lost = inserts::lost(&self.acked.ids, &held).into_iter().map(|(n, ids)| (n, ids.len())).collect();
+        self.divergences = inserts::divergences(&self.acked.ids, &held, &sums);
+        Ok(())
+    }
+
+    /// What diverged besides the lost inserts (counted already), for a
+    /// report line.
+    pub fn diverged_text(&self) -> String {
+        let other: Vec<_> = self.divergences.iter().filter(|d| d.kind() != "lost").cloned().collect();
+        match other.is_empty() {
+            true => String::new(),
+            false => format!("; {}", crate::workload::Error::Diverged(other)),
+        }
+    }
+}
+
 /// What one round found.
 #[derive(Clone, Debug)]
 pub struct Round {
     pub round: u32,
     pub victims: Vec<usize>,
-    pub acked: Acked,
-    /// Acknowledged inserts missing, per node (node, count).
-    pub lost: Vec<(usize, usize)>,
     /// From the first restart to every node Synced; None when the cluster
-    /// did not recover in time (the error says why).
+    /// did not recover in time (the verdict's error says why).
     pub recovery: Option<Duration>,
-    pub divergences: Vec<Divergence>,
-    pub error: Option<String>,
-}
-
-impl Round {
-    pub fn lost_total(&self) -> usize {
-        self.lost.iter().map(|(_, n)| n).sum()
-    }
-
-    /// Nothing lost, nothing diverged, back in time.
-    pub fn clean(&self) -> bool {
-        self.error.is_none() && self.divergences.is_empty()
-    }
+    pub verdict: Verdict,
 }
 
 /// A cluster for the check: `spec` with every node's
@@ -143,21 +182,19 @@ pub fn round(cluster: &Cluster, spec: &RoundSpec, writers: &InsertConfig, number
         stop.store(true, Ordering::Relaxed);
         (load.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), killed)
     });
-    let mut out = Round { round: number, victims: victims.clone(), acked, lost: Vec::new(), recovery: None, divergences: Vec::new(), error: None };
+    let mut out = Round { round: number, victims: victims.clone(), recovery: None, verdict: Verdict { acked, ..Verdict::default() } };
     if let Err(e) = killed {
-        out.error = Some(e);
+        out.verdict.error = Some(e);
         return out;
     }
     match restart(cluster, &victims, spec) {
         Ok(took) => out.recovery = Some(took),
         Err(e) => {
-            out.error = Some(e);
+            out.verdict.error = Some(e);
             return out;
         }
     }
-    if let Err(e) = verify(cluster, &nodes, &mut out) {
-        out.error = Some(e.to_string());
-    }
+    out.verdict.verify(cluster, &nodes, number);
     out
 }
 
@@ -200,19 +237,6 @@ fn restart(cluster: &Cluster, victims: &[usize], spec: &RoundSpec) -> Result<Dur
     Ok(started.elapsed())
 }
 
-fn verify(cluster: &Cluster, nodes: &[usize], out: &mut Round) -> crate::workload::Result<()> {
-    let held = inserts::held(cluster, nodes, out.round)?;
-    let sums = inserts::checksums(cluster, nodes, out.round)?;
-    out.lost = inserts::lost(&out.acked.ids, &held).into_iter().map(|(n, ids)| (n, ids.len())).collect();
-    out.divergences = inserts::divergences(&out.acked.ids, &held, &sums);
-    if !out.divergences.is_empty() {
-        let path = cluster.dir().join(format!("round-{}.divergences", out.round));
-        let text: String = out.divergences.iter().map(|d| format!("{d}\n")).collect();
-        let _ = std::fs::write(&path, text);
-    }
-    Ok(())
-}
-
 /// `rounds` rounds of one setting on a running cluster, numbered from
 /// `first`, each reported as it ends. A round after which the cluster
 /// did not recover ends the series: the cluster is unusable; with
@@ -223,7 +247,7 @@ pub fn series(cluster: &Cluster, spec: &RoundSpec, writers: &InsertConfig, (firs
     for number in first..first + rounds {
         let r = round(cluster, spec, writers, number);
         report(&r);
-        let broken = r.recovery.is_none() || (stop_on_failure && !r.clean());
+        let broken = r.recovery.is_none() || (stop_on_failure && !r.verdict.clean());
         all.push(r);
         if broken {
             break;

@@ -3,6 +3,9 @@
 //!
 //! - [`crash`]: acknowledged commits across SIGKILLs of one node, a
 //!   majority or every node, restarted as systemd does or plainly.
+//! - [`partition`]: healing after the network between one side and the
+//!   rest dropped every packet for a few seconds.
 
 pub mod cli;
 pub mod crash;
+pub mod partition;
