@@ -2,6 +2,7 @@
 //! table out.
 
 use super::crash::{self, Kill, Round, RoundSpec, Start};
+use super::list_append;
 use super::partition::{self, Split};
 use crate::cluster::{Cluster, ClusterSpec, Provider};
 use crate::workload::inserts::InsertConfig;
@@ -25,6 +26,62 @@ enum Command {
     /// Healing after partitions: writers insert on every node, the network between one side and the rest drops every packet for a few seconds, then heals; how long until every node is Synced in one component, and every acknowledged insert on every node
     #[command(after_help = PARTITION_AFTER_HELP)]
     Partition(PartitionArgs),
+    /// Isolation under faults: Jepsen's list-append transactions on every node while one fault class strikes again and again, then every key read on every node, and the history checked for anomalies (an Elle-style checker)
+    #[command(name = "list-append", after_help = LIST_APPEND_AFTER_HELP)]
+    ListAppend(ListAppendArgs),
+}
+
+const LIST_APPEND_AFTER_HELP: &str = "\
+Lists are comma-separated. Each provider, flush, --sync-wait and
+--snapshot-isolation setting gets a fresh cluster (nodes on addresses of
+their own, as `check partition` makes them), which runs each --faults
+class for --time seconds: --clients clients per node run transactions of
+1-4 reads and appends (Jepsen's list-append, REPEATABLE READ,
+innodb_lock_wait_timeout=1, wsrep_slave_threads=4) while the class's
+fault strikes every --gap seconds (kills: 1-3 s, then started again as
+systemd does; pause: SIGSTOP 2-6 s; partitions: 4-12 s). Then every key
+is read on every node, and the history is checked: G0, G1a, G1b, G1c,
+G-single, G2-item and their real-time variants (stale reads), lost
+updates, incompatible orders, duplicated, garbage and lost appends. A
+table, a row per fault class and a column per setting, counts what was
+found; examples go to DIR/<setting>/<fault>.anomalies. Exit status: 0
+when no run found an anomaly in --forbid (default: every kind but
+G2-item, which snapshot isolation allows) and every run ended whole; 1
+otherwise; 2 for bad arguments.";
+
+#[derive(Args, Debug)]
+struct ListAppendArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Fault classes: none, kill-one, kill-majority, kill-all, pause, partition-one, partition-minority
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "none,pause", value_parser = list_append::Fault::parse)]
+    faults: Vec<list_append::Fault>,
+    /// Clients per node
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    clients: usize,
+    /// wsrep_sync_wait values of the clients' sessions
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "0")]
+    sync_wait: Vec<u32>,
+    /// innodb_snapshot_isolation values: on, off
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "on", value_parser = on_off)]
+    snapshot_isolation: Vec<bool>,
+    /// Seconds between two faults
+    #[arg(long, value_name = "SECS", default_value_t = 8)]
+    gap: u64,
+    /// Anomaly kinds that fail the check
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    forbid: Vec<String>,
+    /// Seed of the clients' choices (default: from the clock, printed)
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+fn on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" | "ON" | "1" => Ok(true),
+        "off" | "OFF" | "0" => Ok(false),
+        _ => Err(format!("{text:?}: expected on or off")),
+    }
 }
 
 const PARTITION_AFTER_HELP: &str = "\
@@ -179,6 +236,7 @@ pub fn run_cli(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Crash(args) => run_crash(&args),
         Command::Partition(args) => run_partition(&args),
+        Command::ListAppend(args) => run_list_append(&args),
     }
 }
 
@@ -400,6 +458,85 @@ fn partition_summary(all: &[PartitionSeries], bound: Duration) -> String {
         let lost: usize = s.rounds.iter().map(|r| r.verdict.lost_total()).sum();
         let diverged = s.rounds.iter().filter(|r| r.verdict.divergences.iter().any(|d| d.kind() != "lost")).count();
         out.push_str(&format!("| {} | {} | {} | {} | {healed} | {times} | {lost} | {diverged} |\n", s.provider, s.flush, s.split.label(), s.rounds.len()));
+    }
+    out
+}
+
+/// One cluster setting of `check list-append`: its label and its runs.
+struct Setting {
+    label: String,
+    runs: Vec<list_append::Run>,
+    failed: Option<String>,
+}
+
+fn run_list_append(args: &ListAppendArgs) -> ExitCode {
+    let seed = args.seed.unwrap_or_else(crate::workload::Rng::seed_from_clock);
+    eprintln!("list-append seed {seed}");
+    let mut settings = Vec::new();
+    for provider in &args.common.providers {
+        for &flush in &args.common.flush {
+            for &sync_wait in &args.sync_wait {
+                for &si in &args.snapshot_isolation {
+                    settings.push(list_append_setting(args, provider, flush, sync_wait, si, seed));
+                }
+            }
+        }
+    }
+    let forbidden = |kind: &str| if args.forbid.is_empty() { kind != "G2-item" } else { args.forbid.iter().any(|f| f == kind) };
+    let clean = settings.iter().all(|s| s.failed.is_none() && s.runs.iter().all(|r| r.error.is_none() && r.report.counts().keys().all(|k| !forbidden(k))));
+    args.common.finish(&list_append_table(args, &settings), clean)
+}
+
+fn list_append_setting(args: &ListAppendArgs, provider: &Provider, flush: u8, sync_wait: u32, si: bool, seed: u64) -> Setting {
+    let label = format!("{} flush {flush} sync_wait {sync_wait} si {}", provider.label(), if si { "on" } else { "off" });
+    let kind = format!("list-append-sw{sync_wait}-si{}-", u8::from(si));
+    let spec = crate::fault::partition::own_addresses(args.common.spec(provider, flush, &kind))
+        .mysqld_option(format!("innodb_snapshot_isolation={}", if si { "ON" } else { "OFF" }))
+        .mysqld_option("innodb_lock_wait_timeout=1")
+        .mysqld_option(format!("innodb_flush_log_at_trx_commit={flush}"));
+    let spec = ClusterSpec { slave_threads: 4, ..spec };
+    eprintln!("{label}: starting {} nodes in {}", args.common.nodes, spec.dir.display());
+    let dir = spec.dir.clone();
+    let cluster = match Cluster::up(spec).map_err(|e| e.to_string()).and_then(|c| crate::workload::list_append::setup(&c, 1).map(|_| c).map_err(|e| e.to_string())) {
+        Ok(c) => c,
+        Err(e) => return Setting { label, runs: Vec::new(), failed: Some(e) },
+    };
+    let config = crate::workload::list_append::Config { clients_per_node: args.clients, sync_wait, statement_timeout: Duration::from_secs(10), seed };
+    let mut runs = Vec::new();
+    for &fault in &args.faults {
+        let spec = list_append::RunSpec { fault, time: Duration::from_secs(args.common.time), gap: Duration::from_secs(args.gap), recovery_timeout: Duration::from_secs(args.common.recovery_timeout) };
+        let started = std::time::Instant::now();
+        let run = list_append::run(&cluster, &spec, &config);
+        let checked = started.elapsed();
+        let _ = std::fs::write(dir.join(format!("{}.anomalies", fault.label())), format!("{}\n{}", run.faults.join("\n"), run.report.examples(&run.history, 5)));
+        eprintln!(
+            "{label} {}: {} committed of {} transactions, {} faults, found: {}{} ({:.0} s)",
+            fault.label(),
+            run.committed(),
+            run.history.len(),
+            run.faults.len(),
+            run.report.summary(),
+            run.error.as_ref().map_or(String::new(), |e| format!("; {e}")),
+            checked.as_secs_f64()
+        );
+        runs.push(run);
+    }
+    Setting { label, runs, failed: None }
+}
+
+/// A row per fault class, a column per setting.
+fn list_append_table(args: &ListAppendArgs, settings: &[Setting]) -> String {
+    let mut out = format!("| fault | {} |\n|---|{}\n", settings.iter().map(|s| s.label.as_str()).collect::<Vec<_>>().join(" | "), "---|".repeat(settings.len()));
+    for &fault in &args.faults {
+        let cells: Vec<String> = settings
+            .iter()
+            .map(|s| match (&s.failed, s.runs.iter().find(|r| r.fault == fault)) {
+                (Some(why), _) => format!("n/a: {}", why.lines().next().unwrap_or("")),
+                (None, None) => "not run".into(),
+                (None, Some(r)) => format!("{} ({} committed){}", r.report.summary(), r.committed(), if r.error.is_some() { ", not whole after" } else { "" }),
+            })
+            .collect();
+        out.push_str(&format!("| {} | {} |\n", fault.label(), cells.join(" | ")));
     }
     out
 }

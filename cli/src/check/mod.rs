@@ -3,9 +3,14 @@
 //!
 //! - [`crash`]: acknowledged commits across SIGKILLs of one node, a
 //!   majority or every node, restarted as systemd does or plainly.
+//! - [`elle`]: an Elle-style checker of list-append histories, and
+//!   [`list_append`]: Jepsen's workload under one fault class at a time,
+//!   its history checked.
 //! - [`partition`]: healing after the network between one side and the
 //!   rest dropped every packet for a few seconds.
 
 pub mod cli;
 pub mod crash;
+pub mod elle;
+pub mod list_append;
 pub mod partition;

@@ -12,6 +12,8 @@
 //!   node to a read with `wsrep_sync_wait=1`;
 //! - [`inserts`]: autocommit inserts of rows of their own from every node
 //!   while nodes are killed; every acknowledged insert is on every node;
+//! - [`list_append`]: Jepsen's list-append transactions, recorded as a
+//!   history for `check::elle` (its own error rules: any error aborts);
 //! - [`converge`]: waiting until every node has committed the same seqno,
 //!   and the provider's own counters (cert failures, BF aborts, flow
 //!   control) over a run.
@@ -32,6 +34,7 @@ pub mod causal;
 pub mod converge;
 pub mod hot_row;
 pub mod inserts;
+pub mod list_append;
 mod rng;
 mod sql;
 
