@@ -85,11 +85,15 @@ impl Run {
 /// One run on a running cluster (its nodes on addresses of their own for
 /// the partition classes).
 pub fn run(cluster: &Cluster, spec: &RunSpec, config: &Config) -> Run {
+    let first = match list_append::first_free_key(cluster) {
+        Ok(k) => k,
+        Err(e) => return Run { fault: spec.fault, history: Vec::new(), report: Report::default(), faults: Vec::new(), error: Some(format!("reading the tables: {e}")) },
+    };
     let epoch = Instant::now();
     let stop = AtomicBool::new(false);
     let mut rng = Rng::for_worker(config.seed, usize::MAX);
     let ((mut history, last), faults) = std::thread::scope(|scope| {
-        let load = scope.spawn(|| list_append::run_until(cluster, config, epoch, &stop));
+        let load = scope.spawn(|| list_append::run_until(cluster, config, first, epoch, &stop));
         let faults = nemesis(cluster, spec, &mut rng, epoch);
         stop.store(true, Ordering::Relaxed);
         (load.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), faults)
@@ -98,7 +102,7 @@ pub fn run(cluster: &Cluster, spec: &RunSpec, config: &Config) -> Run {
     if let Err(e) = cluster.wait_synced(spec.recovery_timeout) {
         out.error = Some(format!("the cluster did not become whole after the faults: {e}"));
     }
-    match list_append::final_reads(cluster, last, epoch) {
+    match list_append::final_reads(cluster, first..last, epoch) {
         Ok(finals) => history.extend(finals),
         Err(e) => out.error = out.error.take().or(Some(format!("final reads: {e}"))),
     }

@@ -49,8 +49,10 @@ struct Keys {
 }
 
 impl Keys {
-    fn new() -> Keys {
-        Keys { active: (0..ACTIVE_KEYS as u64).map(|k| (k, 0)).collect(), next: ACTIVE_KEYS as u64 }
+    /// Keys from `first` on: a run on tables an earlier run filled takes
+    /// keys of its own, so no value it reads is another run's.
+    fn new(first: Key) -> Keys {
+        Keys { active: (first..first + ACTIVE_KEYS as u64).map(|k| (k, 0)).collect(), next: first + ACTIVE_KEYS as u64 }
     }
 
     fn pick(&self, rng: &mut Rng) -> Key {
@@ -89,10 +91,21 @@ pub fn setup(cluster: &Cluster, node: usize) -> super::Result<()> {
     Ok(())
 }
 
-/// Clients on every node run transactions until `stop`; the history of
-/// all of them, times from `epoch`. Also the highest key used.
-pub fn run_until(cluster: &Cluster, config: &Config, epoch: Instant, stop: &AtomicBool) -> (Vec<Txn>, Key) {
-    let keys = Mutex::new(Keys::new());
+/// The first key a run may take: past every key already in the tables.
+pub fn first_free_key(cluster: &Cluster) -> super::Result<Key> {
+    let mut s = Session::open(cluster.node(1), Duration::from_secs(60))?;
+    let mut highest = -1;
+    for t in 0..TABLES {
+        highest = highest.max(s.int(&format!("SET SESSION wsrep_sync_wait=1; SELECT COALESCE(MAX(id), -1) FROM {DATABASE}.txn{t}"))?);
+    }
+    Ok((highest + 1) as Key)
+}
+
+/// Clients on every node run transactions on keys from `first` on until
+/// `stop`; the history of all of them, times from `epoch`. Also the key
+/// after the last one used.
+pub fn run_until(cluster: &Cluster, config: &Config, first: Key, epoch: Instant, stop: &AtomicBool) -> (Vec<Txn>, Key) {
+    let keys = Mutex::new(Keys::new(first));
     let clients: Vec<(usize, Node)> = cluster.nodes().flat_map(|n| std::iter::repeat_n(n, config.clients_per_node)).enumerate().collect();
     let mut history = std::thread::scope(|scope| {
         let handles: Vec<_> = clients.into_iter().map(|(p, node)| {
@@ -200,9 +213,9 @@ fn operation(s: &mut Session, m: Mop) -> super::Result<Mop> {
     }
 }
 
-/// A read of every key below `last` on every node, causally
+/// A read of every key of `keys` on every node, causally
 /// (`wsrep_sync_wait=1`), one transaction per node: the final reads.
-pub fn final_reads(cluster: &Cluster, last: Key, epoch: Instant) -> super::Result<Vec<Txn>> {
+pub fn final_reads(cluster: &Cluster, keys: std::ops::Range<Key>, epoch: Instant) -> super::Result<Vec<Txn>> {
     let mut out = Vec::new();
     for node in cluster.nodes() {
         let mut s = Session::open(node, Duration::from_secs(120))?;
@@ -210,7 +223,7 @@ pub fn final_reads(cluster: &Cluster, last: Key, epoch: Instant) -> super::Resul
         let invoked = micros(epoch);
         let mut mops = Vec::new();
         for t in 0..TABLES {
-            let rows = s.rows(&format!("SELECT id, val FROM {DATABASE}.txn{t}"))?;
+            let rows = s.rows(&format!("SELECT id, val FROM {DATABASE}.txn{t} WHERE id >= {} AND id < {}", keys.start, keys.end))?;
             for r in rows {
                 let k: Key = s.parse("SELECT id", &r[0])? as Key;
                 let list = r[1].split(',').filter(|v| !v.is_empty()).map(|v| v.parse().unwrap_or(Value::MAX)).collect();
@@ -218,7 +231,7 @@ pub fn final_reads(cluster: &Cluster, last: Key, epoch: Instant) -> super::Resul
             }
         }
         let present: std::collections::HashSet<Key> = mops.iter().map(Mop::key).collect();
-        mops.extend((0..last).filter(|k| !present.contains(k)).map(|k| Mop::Read(k, Some(Vec::new()))));
+        mops.extend(keys.clone().filter(|k| !present.contains(k)).map(|k| Mop::Read(k, Some(Vec::new()))));
         out.push(Txn { process: usize::MAX, node: node.index(), invoked, completed: Some(micros(epoch)), outcome: Outcome::Committed, mops, final_read: true });
     }
     Ok(out)
