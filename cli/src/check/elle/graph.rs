@@ -250,3 +250,20 @@ impl Used {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_g_single_cycles_through_one_transaction_are_no_g2_item() {
+        // T0 -rw-> T1 -wr-> T0 and T1 -rw-> T2 -wr-> T1: round both, a
+        // path meets two rw edges, but passes T1 twice.
+        let mut g = Graph { out: vec![Vec::new(); 3] };
+        for (a, d, b) in [(0, Dep::RW, 1), (1, Dep::WR, 0), (1, Dep::RW, 2), (2, Dep::WR, 1)] {
+            g.add(a, d, b);
+        }
+        assert!(g.cycle(&[0, 1, 2], Class::GSingle).is_some());
+        assert_eq!(g.cycle(&[0, 1, 2], Class::G2Item), None);
+    }
+}
