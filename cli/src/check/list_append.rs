@@ -123,8 +123,9 @@ fn nemesis(cluster: &Cluster, spec: &RunSpec, rng: &mut Rng, epoch: Instant) -> 
         }
         let (low, high) = spec.fault.lasting();
         let lasting = Duration::from_millis(low + rng.below(high - low + 1));
+        let began = epoch.elapsed();
         let what = strike(cluster, spec.fault, round, lasting);
-        done.push(format!("{:.1} s: {what}", epoch.elapsed().as_secs_f64()));
+        done.push(format!("{:.1}-{:.1} s: {what}", began.as_secs_f64(), epoch.elapsed().as_secs_f64()));
         round += 1;
     }
     let left = spec.time.saturating_sub(epoch.elapsed());
