@@ -237,23 +237,13 @@ fn restart(cluster: &Cluster, victims: &[usize], spec: &RoundSpec) -> Result<Dur
     Ok(started.elapsed())
 }
 
-/// `rounds` rounds of one setting on a running cluster, numbered from
-/// `first`, each reported as it ends. A round after which the cluster
+/// The rounds `numbers` (first, count) name, of one setting on a running
+/// cluster, each reported as it ends. A round after which the cluster
 /// did not recover ends the series: the cluster is unusable; with
 /// `stop_on_failure`, so does any round that was not clean (its data
 /// stays as it was found, for a look).
-pub fn series(cluster: &Cluster, spec: &RoundSpec, writers: &InsertConfig, (first, rounds): (u32, u32), stop_on_failure: bool, report: &mut dyn FnMut(&Round)) -> Vec<Round> {
-    let mut all = Vec::new();
-    for number in first..first + rounds {
-        let r = round(cluster, spec, writers, number);
-        report(&r);
-        let broken = r.recovery.is_none() || (stop_on_failure && !r.verdict.clean());
-        all.push(r);
-        if broken {
-            break;
-        }
-    }
-    all
+pub fn series(cluster: &Cluster, spec: &RoundSpec, writers: &InsertConfig, numbers: (u32, u32), stop_on_failure: bool, report: &mut dyn FnMut(&Round)) -> Vec<Round> {
+    super::series(numbers, |n| round(cluster, spec, writers, n), report, |r| r.recovery.is_none() || (stop_on_failure && !r.verdict.clean()))
 }
 
 #[cfg(test)]

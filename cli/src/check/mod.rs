@@ -14,3 +14,19 @@ pub mod crash;
 pub mod elle;
 pub mod list_append;
 pub mod partition;
+
+/// Rounds numbered `first..first + count`, each reported as it ends,
+/// until one leaves the cluster `broken` (the rest could not run on it).
+fn series<R>((first, count): (u32, u32), mut round: impl FnMut(u32) -> R, report: &mut dyn FnMut(&R), broken: impl Fn(&R) -> bool) -> Vec<R> {
+    let mut all = Vec::new();
+    for number in first..first + count {
+        let r = round(number);
+        report(&r);
+        let stop = broken(&r);
+        all.push(r);
+        if stop {
+            break;
+        }
+    }
+    all
+}

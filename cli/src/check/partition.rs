@@ -126,9 +126,33 @@ fn cut_and_heal(cluster: &Cluster, spec: &RoundSpec, sides: &[Vec<usize>], cut: 
     std::thread::sleep(cut);
     partition.heal();
     let healed = Instant::now();
-    match cluster.wait_synced(spec.recovery_timeout) {
-        Ok(()) => Ok(healed.elapsed()),
-        Err(e) => Err(format!("not whole {:.0} s after the heal: {e}; {}", healed.elapsed().as_secs_f64(), sizes(cluster))),
+    whole_for(cluster, STABLE, healed + spec.recovery_timeout)
+        .map(|since| since.duration_since(healed))
+        .map_err(|e| format!("not whole {:.0} s after the heal: {e}; {}", healed.elapsed().as_secs_f64(), sizes(cluster)))
+}
+
+/// How long the cluster must stay whole to count as healed: a node cut
+/// off for about `evs.suspect_timeout` can be Synced in a component of
+/// all at the heal and removed a moment later (Galera does it).
+const STABLE: Duration = Duration::from_secs(5);
+
+/// Waits until every node has been Synced in one component of all for
+/// `hold` without a break; since when.
+fn whole_for(cluster: &Cluster, hold: Duration, deadline: Instant) -> crate::cluster::Result<Instant> {
+    let mut since: Option<Instant> = None;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match cluster.wait_synced(Duration::from_millis(100).min(left)) {
+            Ok(()) => {
+                let start = *since.get_or_insert_with(Instant::now);
+                if start.elapsed() >= hold {
+                    return Ok(start);
+                }
+            }
+            Err(e) if left.is_zero() => return Err(e),
+            Err(_) => since = None,
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -146,20 +170,10 @@ fn sizes(cluster: &Cluster) -> String {
     each.join(", ")
 }
 
-/// `rounds` rounds, numbered from `first`, each reported as it ends; a
+/// The rounds `numbers` (first, count) name, each reported as it ends; a
 /// round after which the cluster did not become whole ends the series.
-pub fn series(cluster: &Cluster, spec: &RoundSpec, writers: &InsertConfig, (first, rounds): (u32, u32), report: &mut dyn FnMut(&Round)) -> Vec<Round> {
-    let mut all = Vec::new();
-    for number in first..first + rounds {
-        let r = round(cluster, spec, writers, number);
-        report(&r);
-        let broken = r.back.is_none();
-        all.push(r);
-        if broken {
-            break;
-        }
-    }
-    all
+pub fn series(cluster: &Cluster, spec: &RoundSpec, writers: &InsertConfig, numbers: (u32, u32), report: &mut dyn FnMut(&Round)) -> Vec<Round> {
+    super::series(numbers, |n| round(cluster, spec, writers, n), report, |r| r.back.is_none())
 }
 
 #[cfg(test)]
