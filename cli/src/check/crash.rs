@@ -209,17 +209,16 @@ fn kill(cluster: &Cluster, victims: &[usize], gap: Duration) -> Result<(), Strin
     Ok(())
 }
 
-/// Starts every victim at once, none bootstrapping, and waits until the
-/// whole cluster is Synced; how long that took.
-fn restart(cluster: &Cluster, victims: &[usize], spec: &RoundSpec) -> Result<Duration, String> {
-    let started = Instant::now();
-    let failures: Vec<String> = std::thread::scope(|scope| {
+/// Starts `victims` at once, none bootstrapping, each as `start` says;
+/// why each that did not come back failed.
+pub(super) fn start_together(cluster: &Cluster, victims: &[usize], start: Start) -> Vec<String> {
+    std::thread::scope(|scope| {
         let handles: Vec<_> = victims
             .iter()
             .map(|&n| {
                 scope.spawn(move || {
                     let node = cluster.node(n);
-                    match spec.start {
+                    match start {
                         Start::Systemd => node.start_member(),
                         Start::Plain => node.start_member_plainly(),
                     }
@@ -228,7 +227,14 @@ fn restart(cluster: &Cluster, victims: &[usize], spec: &RoundSpec) -> Result<Dur
             })
             .collect();
         handles.into_iter().filter_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)).err()).collect()
-    });
+    })
+}
+
+/// Starts every victim at once, none bootstrapping, and waits until the
+/// whole cluster is Synced; how long that took.
+fn restart(cluster: &Cluster, victims: &[usize], spec: &RoundSpec) -> Result<Duration, String> {
+    let started = Instant::now();
+    let failures = start_together(cluster, victims, spec.start);
     if let Some(first) = failures.into_iter().next() {
         return Err(first);
     }

@@ -170,16 +170,8 @@ fn strike(cluster: &Cluster, fault: Fault, round: u32, lasting: Duration) -> Str
     if fault == Fault::Pause {
         failures.extend(victims.iter().filter_map(|v| cluster.node(*v).thaw().err()).map(|e| e.to_string()));
     } else {
-        failures.extend(restart(cluster, &victims));
+        failures.extend(super::crash::start_together(cluster, &victims, super::crash::Start::Systemd));
     }
     let status = if failures.is_empty() { String::new() } else { format!(" ({})", failures.join("; ")) };
     format!("{what} {victims:?} for {:.1} s{status}", lasting.as_secs_f64())
-}
-
-/// Starts the killed nodes together, as systemd does (recovery first).
-fn restart(cluster: &Cluster, victims: &[usize]) -> Vec<String> {
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = victims.iter().map(|&v| scope.spawn(move || cluster.node(v).start_member().err().map(|e| format!("node{v}: {e}")))).collect();
-        handles.into_iter().filter_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
-    })
 }
