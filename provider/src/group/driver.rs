@@ -268,6 +268,7 @@ pub(crate) struct Driver {
     sequence: super::sequence::Sequence,
     /// How busy this thread is (see `load`).
     load: super::load::Load,
+    standstill: super::standstill::Standstill,
 }
 
 pub(crate) struct DriverConfig {
@@ -348,6 +349,7 @@ impl Driver {
             tick: cfg.tick,
             next_tick: now + cfg.tick,
             load: super::load::Load::new(now),
+            standstill: super::standstill::Standstill::new(now, cfg.tick),
             events: Vec::new(),
             next_read: 1,
             counters,
@@ -444,6 +446,15 @@ impl Driver {
     /// and what follows from it. False once stopped. Nothing here blocks,
     /// so a simulation can call it with its own clock.
     pub(crate) fn step(&mut self, first: Option<Command>) -> bool {
+        if let Some(gap) = self.standstill.turn_begins(self.clock.now()) {
+            self.stood_still(gap);
+        }
+        let go = self.step_commands(first);
+        self.standstill.turn_ended(self.clock.now());
+        go
+    }
+
+    fn step_commands(&mut self, first: Option<Command>) -> bool {
         if let Some(cmd) = first {
             if !self.handle(cmd) {
                 return false;
@@ -1476,6 +1487,30 @@ impl Driver {
             members.len(),
             self.state.members().len()
         );
+        self.non_primary_view(members);
+    }
+
+    /// Nothing of this member ran for `gap` (see `standstill`): unless it
+    /// is alone, or not serving as a synced member anyway, it goes
+    /// non-primary now and rejoins once a leader speaks (`quorum`).
+    fn stood_still(&mut self, gap: Duration) {
+        let synced = self.state.member(self.me.id).is_some_and(|m| m.state == super::state::MemberState::Synced);
+        let alone = self.state.members().len() < 2;
+        // Not only when its quorum watch says primary: a member asking to
+        // rejoin may already have been delivered another's primary view
+        // with it in, and its server answers reads (seed 344).
+        if !synced || alone || self.me.arbitrator || !self.watches_quorum() {
+            return;
+        }
+        log::info!("this node stood still for {:.1} s (paused or starved of CPU) while the group went on: it is non-Primary until it has caught up", gap.as_secs_f64());
+        self.incarnation.quorum.stood_still();
+        let me: Vec<MemberInfo> = self.state.members().iter().filter(|m| m.info.id == self.me.id).map(|m| m.info.clone()).collect();
+        self.non_primary_view(me);
+    }
+
+    /// The non-primary view of `members` (this member's side): what this
+    /// member proposed and is not yet ordered fails.
+    fn non_primary_view(&mut self, members: Vec<MemberInfo>) {
         // What of them may be in the log is fenced once a leader is known
         // again (see `owed_fence`).
         let fence = self.proposals.highest_sent();

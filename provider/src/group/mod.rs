@@ -39,6 +39,8 @@ mod raft_log;
 pub mod relay;
 mod runner;
 pub mod snapshot_watch;
+mod standstill;
+pub use standstill::STOOD_STILL;
 pub mod state;
 pub mod sequence;
 pub mod step;

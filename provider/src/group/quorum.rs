@@ -201,6 +201,12 @@ impl Quorum {
     pub fn rejoined(&mut self) {
         self.phase = Phase::Primary;
     }
+
+    /// The member stood still (see `standstill`): non-primary now, and it
+    /// asks for a primary view once a leader speaks.
+    pub fn stood_still(&mut self) {
+        self.phase = Phase::NonPrimary { asked: None };
+    }
 }
 
 #[cfg(test)]

@@ -537,6 +537,15 @@ impl Driven {
         self.driver.is_primary_member()
     }
 
+    /// A synced member of a primary view with others in it: its server
+    /// would be answering reads (see `group::standstill`).
+    pub fn serves_reads(&self) -> bool {
+        let me = self.id();
+        let members = self.state().members();
+        let synced = members.iter().any(|m| m.info.id == me && m.state == crate::group::MemberState::Synced);
+        self.node().in_view && synced && members.len() >= 2 && !self.is_arbitrator()
+    }
+
     pub fn is_leader(&self) -> bool {
         self.driver.raft().raft.state == StateRole::Leader
     }

@@ -109,6 +109,9 @@ pub struct Summary {
     /// Acknowledged writesets that a power cut of every member took with
     /// it (never under `LogSync::Batch`, where that fails the run).
     pub lost: usize,
+    /// Members frozen while serving reads that went non-primary first
+    /// thing when they thawed (see `group::standstill`).
+    pub stood_still: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,6 +139,10 @@ struct Sim {
     members: Vec<Driven>,
     /// Per member: frozen until (ms), crashed.
     frozen_until: Vec<u64>,
+    /// Per member frozen while it served reads: since when (ms). Until
+    /// it goes non-primary, it may deliver nothing (see `on_note`).
+    frozen_serving: Vec<Option<u64>>,
+    stood_still: u64,
     crashed: Vec<bool>,
     net: Network,
     check: Checker,
@@ -187,6 +194,7 @@ pub fn run_with(seed: u64, trace: bool, log_sync: LogSync) -> Result<Summary, St
         relayed: sim.net.relayed,
         own: sim.net.own,
         lost: sim.lost,
+        stood_still: sim.stood_still,
     })
 }
 
@@ -264,6 +272,8 @@ impl Sim {
             base,
             now: 0,
             frozen_until: vec![0; n],
+            frozen_serving: vec![None; n],
+            stood_still: 0,
             crashed: vec![false; n],
             waiting: vec![HashMap::new(); n],
             unanswered: vec![BTreeMap::new(); n],
@@ -378,6 +388,12 @@ impl Sim {
         if self.crashed[env.to] {
             return Ok(());
         }
+        if self.frozen_until[env.to] > self.now {
+            // Sent before the freeze began: nothing of a stopped member
+            // runs, so it reads the message when it thaws.
+            self.net.hold(self.frozen_until[env.to], env);
+            return Ok(());
+        }
         let from = raft_id(env.from);
         self.members[env.to].receive(from, env.msg, at(self.base, self.now));
         self.flush(env.to)
@@ -408,6 +424,7 @@ impl Sim {
     }
 
     fn on_note(&mut self, i: usize, note: Note) -> Result<(), String> {
+        self.check_thaw(i, &note)?;
         match &note {
             Note::Ordered { seqno, origin, token, pass, .. } if *origin == self.members[i].id() => {
                 self.unanswered[i].remove(token);
@@ -516,7 +533,10 @@ impl Sim {
                 self.net.side = side;
                 self.partition_since = Some(self.now);
             }
-            Fault::Freeze => self.frozen_until[victim] = self.now + lasts,
+            Fault::Freeze => {
+                self.frozen_until[victim] = self.now + lasts;
+                self.frozen_serving[victim] = self.members[victim].serves_reads().then_some(self.now);
+            }
             Fault::Crash => self.kill(victim),
             Fault::Outage => {
                 live.iter().for_each(|i| self.kill(*i));
@@ -605,7 +625,30 @@ impl Sim {
     }
 
     /// Kills member `i`, keeping what its disk says for its restart.
+    /// A member frozen while serving reads for longer than a standstill
+    /// (with a tick's slack) must go non-primary before it delivers
+    /// anything: what the group ordered meanwhile, delivered while its
+    /// server still answered, would be read stale.
+    fn check_thaw(&mut self, i: usize, note: &Note) -> Result<(), String> {
+        let Some(since) = self.frozen_serving[i] else { return Ok(()) };
+        let stood = self.frozen_until[i].saturating_sub(since);
+        if stood < crate::group::STOOD_STILL.as_millis() as u64 + 2 * TICK_MS {
+            self.frozen_serving[i] = None;
+            return Ok(());
+        }
+        match note {
+            Note::NonPrimary | Note::Rejoining => {
+                self.frozen_serving[i] = None;
+                self.stood_still += 1;
+                Ok(())
+            }
+            Note::Ordered { seqno, .. } | Note::View { seqno, .. } => Err(format!("node{} stood still {} ms while serving reads and delivered seqno {} before going non-primary", i + 1, stood, seqno)),
+            _ => Ok(()),
+        }
+    }
+
     fn kill(&mut self, i: usize) {
+        self.frozen_serving[i] = None;
         self.crashed[i] = true;
         self.killed.push((i, self.members[i].previous()));
     }
@@ -619,6 +662,7 @@ impl Sim {
         let traits = Traits { weight, segmented: self.segmented, arbitrator: false, log_sync: self.log_sync };
         self.members.push(Driven::new(i, election, self.rng.between(2, 8) as usize, false, traits, previous, now));
         self.frozen_until.push(0);
+        self.frozen_serving.push(None);
         self.crashed.push(false);
         self.waiting.push(HashMap::new());
         self.unanswered.push(BTreeMap::new());

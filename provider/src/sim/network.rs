@@ -117,6 +117,13 @@ impl Network {
         Ok(())
     }
 
+    /// A message that reached a frozen member waits, as the kernel keeps
+    /// what reaches a stopped process, until it thaws (`at`); messages
+    /// held so keep their order.
+    pub fn hold(&mut self, at: u64, env: Envelope) {
+        self.queue_at(at, env);
+    }
+
     fn queue_at(&mut self, at: u64, env: Envelope) {
         self.sent += 1;
         self.queue.push(Reverse((at, self.sent)));

@@ -1,0 +1,73 @@
+//! A member whose whole process stood still (SIGSTOP, a paused VM, a
+//! machine starved of CPU) served nothing meanwhile, but when it runs
+//! again its server answers reads from where it stopped, while the
+//! majority went on committing without it: Jepsen's stale reads after a
+//! pause, which Galera does not show (its writers wait for every node).
+//! A turn of the driver normally follows the last within a tick; a gap
+//! between the end of one turn and the start of the next longer than
+//! `STOOD_STILL` means nothing of this member ran. The driver then leaves
+//! the primary component at once (the server stops taking queries) and
+//! asks for a primary view again, which comes in order after everything
+//! the group had ordered: its reads are fresh again once it is delivered.
+//!
+//! A long turn is no standstill (the gap is measured from its end): a
+//! member busy with a big writeset ran, and was heard.
+//!
+//! Time is an argument, so the simulator drives this.
+
+use std::time::{Duration, Instant};
+
+/// Longer than any gap between turns of a running member (ticks come
+/// every `group::TICK`, 50 ms; a test's slower tick raises the bound to
+/// four of its ticks), and as long as a leader stays known without a word
+/// (`quorum::LEADER_SILENT`): a pause shorter than that leaves reads at
+/// most that stale; one longer costs the member a rejoin (one ordered
+/// view) before it serves again.
+pub const STOOD_STILL: Duration = Duration::from_secs(1);
+
+#[derive(Debug)]
+pub struct Standstill {
+    last_turn_end: Instant,
+    bound: Duration,
+}
+
+impl Standstill {
+    pub fn new(now: Instant, tick: Duration) -> Standstill {
+        Standstill { last_turn_end: now, bound: STOOD_STILL.max(tick * 4) }
+    }
+
+    /// A turn begins at `now`: how long the member stood still before it,
+    /// if longer than `STOOD_STILL`.
+    pub fn turn_begins(&self, now: Instant) -> Option<Duration> {
+        let gap = now.saturating_duration_since(self.last_turn_end);
+        (gap > self.bound).then_some(gap)
+    }
+
+    pub fn turn_ended(&mut self, now: Instant) {
+        self.last_turn_end = now;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gap_counts_from_the_end_of_the_last_turn() {
+        let t0 = Instant::now();
+        let mut s = Standstill::new(t0, Duration::from_millis(50));
+        assert_eq!(s.turn_begins(t0 + Duration::from_millis(900)), None);
+        // A turn that lasted 3 s ran the whole time.
+        s.turn_ended(t0 + Duration::from_secs(3));
+        assert_eq!(s.turn_begins(t0 + Duration::from_millis(3_500)), None);
+        assert_eq!(s.turn_begins(t0 + Duration::from_secs(6)), Some(Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn a_slow_tick_is_no_standstill() {
+        let t0 = Instant::now();
+        let s = Standstill::new(t0, Duration::from_secs(2));
+        assert_eq!(s.turn_begins(t0 + Duration::from_secs(2)), None);
+        assert!(s.turn_begins(t0 + Duration::from_secs(9)).is_some());
+    }
+}
