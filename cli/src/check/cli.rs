@@ -2,6 +2,7 @@
 //! table out.
 
 use super::crash::{self, Kill, Round, RoundSpec, Start};
+use super::elle;
 use super::list_append;
 use super::partition::{self, Split};
 use crate::cluster::{Cluster, ClusterSpec, Provider};
@@ -29,6 +30,17 @@ enum Command {
     /// Isolation under faults: Jepsen's list-append transactions on every node while one fault class strikes again and again, then every key read on every node, and the history checked for anomalies (an Elle-style checker)
     #[command(name = "list-append", after_help = LIST_APPEND_AFTER_HELP)]
     ListAppend(ListAppendArgs),
+    /// Checks a list-append history again (a DIR/<setting>/<fault>.history that check list-append wrote): the anomalies found, five examples of each
+    History(HistoryArgs),
+}
+
+#[derive(Args, Debug)]
+struct HistoryArgs {
+    /// The history: a transaction per line, as JSON
+    file: PathBuf,
+    /// Anomaly kinds that fail the check (default: every kind but G2-item and G2-item-realtime)
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    forbid: Vec<String>,
 }
 
 const LIST_APPEND_AFTER_HELP: &str = "\
@@ -41,12 +53,15 @@ innodb_lock_wait_timeout=1, wsrep_slave_threads=4) while the class's
 fault strikes every --gap seconds (kills: 1-3 s, then started again as
 systemd does; pause: SIGSTOP 2-6 s; partitions: 4-12 s). Then every key
 is read on every node, and the history is checked: G0, G1a, G1b, G1c,
-G-single, G2-item and their real-time variants (stale reads), lost
+G-single, G-nonadjacent, G2-item and their real-time variants (stale
+reads), lost
 updates, incompatible orders, duplicated, garbage and lost appends. A
 table, a row per fault class and a column per setting, counts what was
-found; examples go to DIR/<setting>/<fault>.anomalies. Exit status: 0
+found; examples go to DIR/<setting>/<fault>.anomalies, the history to
+DIR/<setting>/<fault>.history (see check history). Exit status: 0
 when no run found an anomaly in --forbid (default: every kind but
-G2-item, which snapshot isolation allows) and every run ended whole; 1
+G2-item and G2-item-realtime, the write skew snapshot isolation allows)
+and every run ended whole; 1
 otherwise; 2 for bad arguments.";
 
 #[derive(Args, Debug)]
@@ -237,6 +252,7 @@ pub fn run_cli(cli: Cli) -> ExitCode {
         Command::Crash(args) => run_crash(&args),
         Command::Partition(args) => run_partition(&args),
         Command::ListAppend(args) => run_list_append(&args),
+        Command::History(args) => run_history(&args),
     }
 }
 
@@ -482,9 +498,33 @@ fn run_list_append(args: &ListAppendArgs) -> ExitCode {
             }
         }
     }
-    let forbidden = |kind: &str| if args.forbid.is_empty() { kind != "G2-item" } else { args.forbid.iter().any(|f| f == kind) };
-    let clean = settings.iter().all(|s| s.failed.is_none() && s.runs.iter().all(|r| r.error.is_none() && r.report.counts().keys().all(|k| !forbidden(k))));
+    let clean = settings.iter().all(|s| s.failed.is_none() && s.runs.iter().all(|r| r.error.is_none() && r.report.counts().keys().all(|k| !forbidden(&args.forbid, k))));
     args.common.finish(&list_append_table(args, &settings), clean)
+}
+
+fn forbidden(forbid: &[String], kind: &str) -> bool {
+    match forbid.is_empty() {
+        true => !elle::STRONG_SNAPSHOT_ISOLATION_ALLOWS.contains(&kind),
+        false => forbid.iter().any(|f| f == kind),
+    }
+}
+
+fn run_history(args: &HistoryArgs) -> ExitCode {
+    let history = match std::fs::read_to_string(&args.file).map_err(|e| e.to_string()).and_then(|t| elle::history::from_json_lines(&t)) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("{}: {e}", args.file.display());
+            return ExitCode::from(2);
+        }
+    };
+    let started = std::time::Instant::now();
+    let report = elle::check(&history);
+    println!("{} transactions checked in {:.1} s: {}", history.len(), started.elapsed().as_secs_f64(), report.summary());
+    print!("{}", report.examples(&history, 5));
+    match report.counts().keys().any(|k| forbidden(&args.forbid, k)) {
+        true => ExitCode::from(1),
+        false => ExitCode::SUCCESS,
+    }
 }
 
 fn list_append_setting(args: &ListAppendArgs, provider: &Provider, flush: u8, sync_wait: u32, si: bool, seed: u64) -> Setting {
@@ -509,13 +549,15 @@ fn list_append_setting(args: &ListAppendArgs, provider: &Provider, flush: u8, sy
         let run = list_append::run(&cluster, &spec, &config);
         let checked = started.elapsed();
         let _ = std::fs::write(dir.join(format!("{}.anomalies", fault.label())), format!("{}\n{}", run.faults.join("\n"), run.report.examples(&run.history, 5)));
+        let _ = std::fs::write(dir.join(format!("{}.history", fault.label())), elle::history::to_json_lines(&run.history));
         eprintln!(
-            "{label} {}: {} committed of {} transactions, {} faults, found: {}{} ({:.0} s)",
+            "{label} {}: {} committed of {} transactions, {} faults, found: {}; {} stale reads on struck nodes{} ({:.0} s)",
             fault.label(),
             run.committed(),
             run.history.len(),
             run.faults.len(),
             run.report.summary(),
+            run.stale_on_struck(),
             run.error.as_ref().map_or(String::new(), |e| format!("; {e}")),
             checked.as_secs_f64()
         );
@@ -533,7 +575,7 @@ fn list_append_table(args: &ListAppendArgs, settings: &[Setting]) -> String {
             .map(|s| match (&s.failed, s.runs.iter().find(|r| r.fault == fault)) {
                 (Some(why), _) => format!("n/a: {}", why.lines().next().unwrap_or("")),
                 (None, None) => "not run".into(),
-                (None, Some(r)) => format!("{} ({} committed){}", r.report.summary(), r.committed(), if r.error.is_some() { ", not whole after" } else { "" }),
+                (None, Some(r)) => format!("{} ({} committed, {} stale on struck nodes){}", r.report.summary(), r.committed(), r.stale_on_struck(), if r.error.is_some() { ", not whole after" } else { "" }),
             })
             .collect();
         out.push_str(&format!("| {} | {} |\n", fault.label(), cells.join(" | ")));

@@ -6,7 +6,8 @@
 //! read on every node, and the history goes through the Elle-style
 //! checker (`check::elle`).
 
-use super::elle::{self, history::Txn, Report};
+use super::elle::{self, history::{Mop, Outcome, Txn}, Report};
+use std::collections::HashMap;
 use super::partition::Split;
 use crate::cluster::Cluster;
 use crate::fault::partition::Partition;
@@ -73,10 +74,65 @@ pub struct Run {
     pub report: Report,
     /// The faults done, a line each.
     pub faults: Vec<String>,
+    /// The same: when each began and ended (µs into the history) and the
+    /// nodes it struck.
+    pub struck: Vec<Struck>,
     pub error: Option<String>,
 }
 
+/// One fault done.
+#[derive(Clone, Debug)]
+pub struct Struck {
+    pub began: u64,
+    pub ended: u64,
+    pub nodes: Vec<usize>,
+}
+
+/// How long after a fault a stale read on a node it struck is counted as
+/// the fault's (`Run::stale_on_struck`).
+pub const AFTER_FAULT: Duration = Duration::from_secs(10);
+/// How stale a read must be to count as the fault's: without causal
+/// reads a node lags the one that acknowledged a commit by milliseconds
+/// (Galera's nodes too); a node answering from where a pause left it is
+/// seconds behind.
+pub const STALE_BEYOND: Duration = Duration::from_secs(1);
+
 impl Run {
+    /// Reads by a node a fault struck, while it lasted or within
+    /// `AFTER_FAULT` after, that miss an append acknowledged more than
+    /// `STALE_BEYOND` before their transaction began: stale reads the
+    /// fault caused. Looked for directly, read by read, not through the
+    /// checker's cycles, of which it reports one example per component.
+    pub fn stale_on_struck(&self) -> usize {
+        let (after, beyond) = (AFTER_FAULT.as_micros() as u64, STALE_BEYOND.as_micros() as u64);
+        let struck = |t: &Txn| self.struck.iter().any(|f| f.nodes.contains(&t.node) && t.invoked >= f.began && t.invoked <= f.ended + after);
+        // Per key: acknowledged appends, by when they were acknowledged.
+        let mut acked: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
+        for t in self.history.iter().filter(|t| t.outcome == Outcome::Committed) {
+            for (k, v) in t.appends() {
+                acked.entry(k).or_default().push((t.completed.unwrap_or(u64::MAX), v));
+            }
+        }
+        acked.values_mut().for_each(|list| list.sort_unstable());
+        let misses = |t: &Txn, key: u64, read: &[u64]| {
+            let before = t.invoked.saturating_sub(beyond);
+            let list = acked.get(&key).map_or(&[][..], Vec::as_slice);
+            let known = &list[..list.partition_point(|(at, _)| *at < before)];
+            known.iter().any(|(_, v)| !read.contains(v))
+        };
+        let reads = |t: &'_ Txn| {
+            t.mops.iter().filter_map(|m| match m {
+                Mop::Read(k, Some(read)) => Some((*k, read.clone())),
+                _ => None,
+            }).collect::<Vec<_>>()
+        };
+        self.history
+            .iter()
+            .filter(|t| t.outcome == Outcome::Committed && !t.final_read && struck(t))
+            .map(|t| reads(t).iter().filter(|(k, read)| misses(t, *k, read)).count())
+            .sum()
+    }
+
     pub fn committed(&self) -> usize {
         self.history.iter().filter(|t| t.outcome == elle::history::Outcome::Committed && !t.final_read).count()
     }
@@ -87,18 +143,18 @@ impl Run {
 pub fn run(cluster: &Cluster, spec: &RunSpec, config: &Config) -> Run {
     let first = match list_append::first_free_key(cluster) {
         Ok(k) => k,
-        Err(e) => return Run { fault: spec.fault, history: Vec::new(), report: Report::default(), faults: Vec::new(), error: Some(format!("reading the tables: {e}")) },
+        Err(e) => return Run { fault: spec.fault, history: Vec::new(), report: Report::default(), faults: Vec::new(), struck: Vec::new(), error: Some(format!("reading the tables: {e}")) },
     };
     let epoch = Instant::now();
     let stop = AtomicBool::new(false);
     let mut rng = Rng::for_worker(config.seed, usize::MAX);
-    let ((mut history, last), faults) = std::thread::scope(|scope| {
+    let ((mut history, last), (faults, struck)) = std::thread::scope(|scope| {
         let load = scope.spawn(|| list_append::run_until(cluster, config, first, epoch, &stop));
         let faults = nemesis(cluster, spec, &mut rng, epoch);
         stop.store(true, Ordering::Relaxed);
         (load.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), faults)
     });
-    let mut out = Run { fault: spec.fault, history: Vec::new(), report: Report::default(), faults, error: None };
+    let mut out = Run { fault: spec.fault, history: Vec::new(), report: Report::default(), faults, struck, error: None };
     if let Err(e) = cluster.wait_synced(spec.recovery_timeout) {
         out.error = Some(format!("the cluster did not become whole after the faults: {e}"));
     }
@@ -113,8 +169,8 @@ pub fn run(cluster: &Cluster, spec: &RunSpec, config: &Config) -> Run {
 
 /// Faults of the run's class, one after another with a quiet gap, until
 /// the run's time is up; each is healed before the next.
-fn nemesis(cluster: &Cluster, spec: &RunSpec, rng: &mut Rng, epoch: Instant) -> Vec<String> {
-    let mut done = Vec::new();
+fn nemesis(cluster: &Cluster, spec: &RunSpec, rng: &mut Rng, epoch: Instant) -> (Vec<String>, Vec<Struck>) {
+    let (mut done, mut struck) = (Vec::new(), Vec::new());
     let mut round = 0;
     while epoch.elapsed() + spec.gap < spec.time {
         std::thread::sleep(spec.gap);
@@ -124,21 +180,24 @@ fn nemesis(cluster: &Cluster, spec: &RunSpec, rng: &mut Rng, epoch: Instant) -> 
         let (low, high) = spec.fault.lasting();
         let lasting = Duration::from_millis(low + rng.below(high - low + 1));
         let began = epoch.elapsed();
-        let what = strike(cluster, spec.fault, round, lasting);
-        done.push(format!("{:.1}-{:.1} s: {what}", began.as_secs_f64(), epoch.elapsed().as_secs_f64()));
+        let (what, nodes) = strike(cluster, spec.fault, round, lasting);
+        let ended = epoch.elapsed();
+        done.push(format!("{:.1}-{:.1} s: {what}", began.as_secs_f64(), ended.as_secs_f64()));
+        struck.push(Struck { began: began.as_micros() as u64, ended: ended.as_micros() as u64, nodes });
         round += 1;
     }
     let left = spec.time.saturating_sub(epoch.elapsed());
     std::thread::sleep(left);
-    done
+    (done, struck)
 }
 
-/// One fault, held for `lasting`, then healed; what it was.
-fn strike(cluster: &Cluster, fault: Fault, round: u32, lasting: Duration) -> String {
+/// One fault, held for `lasting`, then healed; what it was, and the
+/// nodes it struck (a partition's: the side cut off).
+fn strike(cluster: &Cluster, fault: Fault, round: u32, lasting: Duration) -> (String, Vec<usize>) {
     let n = cluster.len();
     let rotate = |count: usize| -> Vec<usize> { (0..count).map(|i| (round as usize + i) % n + 1).collect() };
     let (what, victims) = match fault {
-        Fault::None => return String::new(),
+        Fault::None => return (String::new(), Vec::new()),
         Fault::KillOne => ("SIGKILL", rotate(1)),
         Fault::KillMajority => ("SIGKILL", rotate(n / 2 + 1)),
         Fault::KillAll => ("SIGKILL", rotate(n)),
@@ -155,7 +214,7 @@ fn strike(cluster: &Cluster, fault: Fault, round: u32, lasting: Duration) -> Str
                 }
                 Err(e) => format!(" (failed: {e})"),
             };
-            return format!("partition of {cut:?} for {:.1} s{status}", lasting.as_secs_f64());
+            return (format!("partition of {cut:?} for {:.1} s{status}", lasting.as_secs_f64()), cut);
         }
     };
     let mut failures = Vec::new();
@@ -173,5 +232,5 @@ fn strike(cluster: &Cluster, fault: Fault, round: u32, lasting: Duration) -> Str
         failures.extend(super::crash::start_together(cluster, &victims, super::crash::Start::Systemd));
     }
     let status = if failures.is_empty() { String::new() } else { format!(" ({})", failures.join("; ")) };
-    format!("{what} {victims:?} for {:.1} s{status}", lasting.as_secs_f64())
+    (format!("{what} {victims:?} for {:.1} s{status}", lasting.as_secs_f64()), victims)
 }

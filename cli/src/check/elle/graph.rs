@@ -186,7 +186,7 @@ impl Graph {
     /// that satisfies `class` closes the cycle.
     fn close(&self, inside: &HashSet<TxnId>, first: Step, class: Class) -> Option<Vec<Step>> {
         let (a, dep, b) = first;
-        let begin = Used::default().with(dep);
+        let begin = class.project(Used::first(dep));
         let mut parent: HashMap<(TxnId, Used), (TxnId, Used, Dep)> = HashMap::new();
         let mut queue = VecDeque::from([(b, begin)]);
         let mut seen = HashSet::from([(b, begin)]);
@@ -202,7 +202,7 @@ impl Graph {
                 continue;
             }
             for &(w, d) in &self.out[v] {
-                let next = used.with(d);
+                let next = class.project(used.with(d));
                 if !inside.contains(&w) || !class.allows(next) || !seen.insert((w, next)) {
                     continue;
                 }
@@ -231,22 +231,37 @@ fn unwind(first: Step, parent: &HashMap<(TxnId, Used), (TxnId, Used, Dep)>, mut 
     steps
 }
 
-/// What a path has used: rw edges (0, 1, 2 meaning two or more), and
-/// whether any wr and any rt edge.
+/// What a path has used: rw edges (0, 1, 2 meaning two or more),
+/// whether any wr and any rt edge, and where its rw edges sit: whether
+/// its first and its last edge are rw, and whether two came in a row.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Used {
     pub rw: u8,
     pub wr: bool,
     pub rt: bool,
+    pub first_rw: bool,
+    pub last_rw: bool,
+    pub adjacent: bool,
 }
 
 impl Used {
+    /// A path of one edge.
+    fn first(dep: Dep) -> Used {
+        Used { first_rw: dep == Dep::RW, ..Used::default() }.with(dep)
+    }
+
     fn with(self, dep: Dep) -> Used {
+        let is_rw = dep == Dep::RW;
+        let placed = Used {
+            last_rw: is_rw,
+            adjacent: self.adjacent || (is_rw && self.last_rw),
+            ..self
+        };
         match dep {
-            Dep::WW => self,
-            Dep::WR => Used { wr: true, ..self },
-            Dep::RW => Used { rw: (self.rw + 1).min(2), ..self },
-            Dep::RT => Used { rt: true, ..self },
+            Dep::WW => placed,
+            Dep::WR => Used { wr: true, ..placed },
+            Dep::RW => Used { rw: (self.rw + 1).min(2), ..placed },
+            Dep::RT => Used { rt: true, ..placed },
         }
     }
 }

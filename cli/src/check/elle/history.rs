@@ -94,3 +94,60 @@ impl fmt::Display for Shown<'_> {
         write!(f, "]")
     }
 }
+
+/// A history on disk: a transaction per line, as JSON, so that a
+/// history can be checked again (`lockstep check history`) by a later
+/// checker, or read by another tool.
+/// `{"process":5,"node":2,"invoked":12,"completed":40,"outcome":"committed","final":false,"mops":[["r",3,[1,2]],["a",3,4]]}`
+pub fn to_json_lines(history: &[Txn]) -> String {
+    use serde_json::{json, Value as Json};
+    let mut out = String::new();
+    for t in history {
+        let mops: Vec<Json> = t
+            .mops
+            .iter()
+            .map(|m| match m {
+                Mop::Append(k, v) => json!(["a", k, v]),
+                Mop::Read(k, vs) => json!(["r", k, vs]),
+            })
+            .collect();
+        let outcome = match t.outcome {
+            Outcome::Committed => "committed",
+            Outcome::Aborted => "aborted",
+            Outcome::Unknown => "unknown",
+        };
+        let line = json!({"process": t.process, "node": t.node, "invoked": t.invoked, "completed": t.completed, "outcome": outcome, "final": t.final_read, "mops": mops});
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// Reads what `to_json_lines` wrote; the error names the line.
+pub fn from_json_lines(text: &str) -> Result<Vec<Txn>, String> {
+    text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| txn_from_json(l).map_err(|e| format!("line {}: {e}", i + 1))).collect()
+}
+
+fn txn_from_json(line: &str) -> Result<Txn, String> {
+    let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let num = |name: &str| v[name].as_u64().ok_or_else(|| format!("{name}: expected a number"));
+    let outcome = match v["outcome"].as_str() {
+        Some("committed") => Outcome::Committed,
+        Some("aborted") => Outcome::Aborted,
+        Some("unknown") => Outcome::Unknown,
+        _ => return Err("outcome: expected committed, aborted or unknown".into()),
+    };
+    let mops = v["mops"].as_array().ok_or("mops: expected a list")?.iter().map(mop_from_json).collect::<Result<_, _>>()?;
+    Ok(Txn { process: num("process")? as usize, node: num("node")? as usize, invoked: num("invoked")?, completed: v["completed"].as_u64(), outcome, mops, final_read: v["final"].as_bool().unwrap_or(false) })
+}
+
+fn mop_from_json(m: &serde_json::Value) -> Result<Mop, String> {
+    let bad = || format!("{m}: expected [\"a\", key, value] or [\"r\", key, [values] or null]");
+    let key = m[1].as_u64().ok_or_else(bad)?;
+    match m[0].as_str() {
+        Some("a") => Ok(Mop::Append(key, m[2].as_u64().ok_or_else(bad)?)),
+        Some("r") if m[2].is_null() => Ok(Mop::Read(key, None)),
+        Some("r") => Ok(Mop::Read(key, Some(m[2].as_array().ok_or_else(bad)?.iter().map(|x| x.as_u64().ok_or_else(bad)).collect::<Result<_, _>>()?))),
+        _ => Err(bad()),
+    }
+}

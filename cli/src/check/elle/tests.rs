@@ -57,6 +57,22 @@ fn a_write_skew_is_g2_item() {
 }
 
 #[test]
+fn a_long_fork_is_g_nonadjacent() {
+    // T0 -rw-> T1 -wr-> T2 -rw-> T3 -wr-> T0: each reader saw one
+    // append and not the other, in opposite orders.
+    let h = [t(vec![r(1, &[]), r(2, &[3])]), t(vec![a(1, 1)]), t(vec![r(1, &[1]), r(2, &[])]), t(vec![a(2, 3)])];
+    assert_eq!(found(&h), vec![("G-nonadjacent", 1), ("G2-item", 1)]);
+}
+
+#[test]
+fn rw_edges_in_a_row_across_the_cycles_close_are_no_g_nonadjacent() {
+    // T0 -rw-> T1 -wr-> T2 -rw-> T0: the last edge and the first are
+    // both rw.
+    let h = [t(vec![r(1, &[]), a(2, 2)]), t(vec![a(1, 1)]), t(vec![r(1, &[1]), r(2, &[])]), t(vec![r(2, &[2])])];
+    assert_eq!(found(&h), vec![("G2-item", 1)]);
+}
+
+#[test]
 fn two_appends_after_reading_one_version_are_a_lost_update_and_g_single() {
     let h = [t(vec![r(1, &[]), a(1, 1)]), t(vec![r(1, &[]), a(1, 2)]), t(vec![r(1, &[1, 2])])];
     assert_eq!(found(&h), vec![("G-single", 1), ("lost-update", 1)]);
@@ -138,4 +154,14 @@ fn a_long_serial_history_stays_clean() {
         h.push(at(i * 10, i * 10 + 5, mops));
     }
     assert_eq!(found(&h), vec![]);
+}
+
+#[test]
+fn a_history_written_as_json_lines_reads_back_the_same() {
+    let mut h = vec![at(0, 10, vec![a(1, 1), r(2, &[3, 4])]), Txn { outcome: Outcome::Unknown, completed: None, ..t(vec![Mop::Read(1, None)]) }];
+    h[1].node = 2;
+    h[1].final_read = true;
+    let back = super::history::from_json_lines(&super::history::to_json_lines(&h)).unwrap();
+    assert_eq!(format!("{back:?}"), format!("{h:?}"));
+    assert!(super::history::from_json_lines("{\"process\":1}").unwrap_err().starts_with("line 1: "));
 }
