@@ -51,7 +51,11 @@ class for --time seconds: --clients clients per node run transactions of
 1-4 reads and appends (Jepsen's list-append, REPEATABLE READ,
 innodb_lock_wait_timeout=1, wsrep_slave_threads=4) while the class's
 fault strikes every --gap seconds (kills: 1-3 s, then started again as
-systemd does; pause: SIGSTOP 2-6 s; partitions: 4-12 s). Then every key
+systemd does; pause: SIGSTOP 2-6 s; partitions: 4-12 s; ring: every
+node keeps only its nearest neighbours in a ring, so that each sees a
+majority and no two the same one, or with three nodes one link goes,
+4-12 s).
+Then every key
 is read on every node, and the history is checked: G0, G1a, G1b, G1c,
 G-single, G-nonadjacent, G2-item and their real-time variants (stale
 reads), lost
@@ -68,7 +72,7 @@ otherwise; 2 for bad arguments.";
 struct ListAppendArgs {
     #[command(flatten)]
     common: Common,
-    /// Fault classes: none, kill-one, kill-majority, kill-all, pause, partition-one, partition-minority
+    /// Fault classes: none, kill-one, kill-majority, kill-all, pause, partition-one, partition-minority, ring
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "none,pause", value_parser = list_append::Fault::parse)]
     faults: Vec<list_append::Fault>,
     /// Clients per node

@@ -26,10 +26,12 @@ pub enum Fault {
     Pause,
     PartitionOne,
     PartitionMinority,
+    /// A majorities ring (`fault::partition::ring`).
+    Ring,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 7] = [Fault::None, Fault::KillOne, Fault::KillMajority, Fault::KillAll, Fault::Pause, Fault::PartitionOne, Fault::PartitionMinority];
+    pub const ALL: [Fault; 8] = [Fault::None, Fault::KillOne, Fault::KillMajority, Fault::KillAll, Fault::Pause, Fault::PartitionOne, Fault::PartitionMinority, Fault::Ring];
 
     pub fn parse(text: &str) -> Result<Fault, String> {
         Fault::ALL.into_iter().find(|f| f.label() == text).ok_or_else(|| format!("{text:?}: expected one of {}", Fault::ALL.map(Fault::label).join(", ")))
@@ -44,6 +46,7 @@ impl Fault {
             Fault::Pause => "pause",
             Fault::PartitionOne => "partition-one",
             Fault::PartitionMinority => "partition-minority",
+            Fault::Ring => "ring",
         }
     }
 
@@ -51,7 +54,7 @@ impl Fault {
     fn lasting(self) -> (u64, u64) {
         match self {
             Fault::Pause => (2_000, 6_000),
-            Fault::PartitionOne | Fault::PartitionMinority => (4_000, 12_000),
+            Fault::PartitionOne | Fault::PartitionMinority | Fault::Ring => (4_000, 12_000),
             _ => (1_000, 3_000),
         }
     }
@@ -202,6 +205,22 @@ fn strike(cluster: &Cluster, fault: Fault, round: u32, lasting: Duration) -> (St
         Fault::KillMajority => ("SIGKILL", rotate(n / 2 + 1)),
         Fault::KillAll => ("SIGKILL", rotate(n)),
         Fault::Pause => ("SIGSTOP", rotate(1)),
+        Fault::Ring => {
+            let links = crate::fault::partition::ring(n, round);
+            let partition = Partition::cut_links(cluster.spec(), &links);
+            std::thread::sleep(lasting);
+            let status = partition.map_or_else(
+                |e| format!(" (failed: {e})"),
+                |p| {
+                    p.heal();
+                    String::new()
+                },
+            );
+            let mut struck: Vec<usize> = links.iter().flat_map(|&(a, b)| [a, b]).collect();
+            struck.sort_unstable();
+            struck.dedup();
+            return (format!("ring without links {links:?} for {:.1} s{status}", lasting.as_secs_f64()), struck);
+        }
         Fault::PartitionOne | Fault::PartitionMinority => {
             let split = if fault == Fault::PartitionOne { Split::One } else { Split::Minority };
             let (cut, rest) = split.sides(n, round);

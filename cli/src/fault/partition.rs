@@ -55,9 +55,20 @@ impl Partition {
     /// Drops every packet between two different `sides` (node numbers);
     /// a node in no side talks to everyone.
     pub fn cut(spec: &ClusterSpec, sides: &[Vec<usize>]) -> Result<Partition> {
+        Partition::drop_between(spec, &side_pairs(sides))
+    }
+
+    /// Drops every packet between the two nodes of each pair, both ways;
+    /// the other links stay (a ring, a bridge).
+    pub fn cut_links(spec: &ClusterSpec, links: &[(usize, usize)]) -> Result<Partition> {
+        let pairs: Vec<(Vec<usize>, Vec<usize>)> = links.iter().flat_map(|&(a, b)| [(vec![a], vec![b]), (vec![b], vec![a])]).collect();
+        Partition::drop_between(spec, &pairs)
+    }
+
+    fn drop_between(spec: &ClusterSpec, pairs: &[(Vec<usize>, Vec<usize>)]) -> Result<Partition> {
         let table = format!("lockstep_partition_{}", spec.base_port);
         let _ = nft(&format!("delete table ip {table}\n")); // one a crashed run left behind
-        nft(&ruleset(&table, sides)).map_err(|e| Error::msg(format!("cutting the network ({e}); nft needs root and the nftables package")))?;
+        nft(&ruleset(&table, pairs)).map_err(|e| Error::msg(format!("cutting the network ({e}); nft needs root and the nftables package")))?;
         Ok(Partition { table })
     }
 
@@ -73,19 +84,49 @@ impl Drop for Partition {
     }
 }
 
-/// The nft script: one table, one output chain (loopback packets pass
-/// the output hook once, where they are dropped before any socket sees
-/// them), one rule per ordered pair of sides.
-fn ruleset(table: &str, sides: &[Vec<usize>]) -> String {
-    let set = |side: &[usize]| side.iter().map(|n| host(*n).to_string()).collect::<Vec<_>>().join(", ");
-    let mut rules = String::new();
+/// Every ordered pair of two different non-empty sides.
+fn side_pairs(sides: &[Vec<usize>]) -> Vec<(Vec<usize>, Vec<usize>)> {
+    let mut pairs = Vec::new();
     for (i, a) in sides.iter().enumerate() {
         for (j, b) in sides.iter().enumerate() {
             if i != j && !a.is_empty() && !b.is_empty() {
-                rules.push_str(&format!("    ip saddr {{ {} }} ip daddr {{ {} }} drop\n", set(a), set(b)));
+                pairs.push((a.clone(), b.clone()));
             }
         }
     }
+    pairs
+}
+
+/// A majorities ring of round `round`: the links to cut so that every
+/// node still sees a majority, and no two see the same one (Jepsen's
+/// ring). Nodes sit in a ring, rotated each round, and keep only the
+/// nearest on each side that make a majority with them (one each side
+/// of five, two of seven); with three nodes, where that is every link,
+/// one link goes (a bridge: the node between them sees both sides).
+pub fn ring(nodes: usize, round: u32) -> Vec<(usize, usize)> {
+    let at = |i: usize| (round as usize + i) % nodes + 1;
+    if nodes <= 3 {
+        return if nodes == 3 { vec![(at(0), at(2))] } else { Vec::new() };
+    }
+    let each_side = (nodes / 2).div_ceil(2);
+    let mut links = Vec::new();
+    for i in 0..nodes {
+        for j in i + 1..nodes {
+            let apart = (j - i).min(nodes - (j - i));
+            if apart > each_side {
+                links.push((at(i), at(j)));
+            }
+        }
+    }
+    links
+}
+
+/// The nft script: one table, one output chain (loopback packets pass
+/// the output hook once, where they are dropped before any socket sees
+/// them), one rule per pair: packets from the first set to the second.
+fn ruleset(table: &str, pairs: &[(Vec<usize>, Vec<usize>)]) -> String {
+    let set = |side: &[usize]| side.iter().map(|n| host(*n).to_string()).collect::<Vec<_>>().join(", ");
+    let rules: String = pairs.iter().map(|(a, b)| format!("    ip saddr {{ {} }} ip daddr {{ {} }} drop\n", set(a), set(b))).collect();
     format!("table ip {table} {{\n  chain output {{\n    type filter hook output priority 0; policy accept;\n{rules}  }}\n}}\n")
 }
 
@@ -105,11 +146,28 @@ mod tests {
 
     #[test]
     fn every_ordered_pair_of_sides_gets_a_rule() {
-        let text = ruleset("t", &[vec![1], vec![2, 3]]);
+        let text = ruleset("t", &side_pairs(&[vec![1], vec![2, 3]]));
         assert!(text.contains("ip saddr { 127.20.0.1 } ip daddr { 127.20.0.2, 127.20.0.3 } drop"));
         assert!(text.contains("ip saddr { 127.20.0.2, 127.20.0.3 } ip daddr { 127.20.0.1 } drop"));
         assert_eq!(text.matches(" drop").count(), 2);
-        assert_eq!(ruleset("t", &[vec![1], vec![2], vec![3]]).matches(" drop").count(), 6);
+        assert_eq!(ruleset("t", &side_pairs(&[vec![1], vec![2], vec![3]])).matches(" drop").count(), 6);
+    }
+
+    #[test]
+    fn in_a_ring_every_node_sees_a_majority_and_no_two_the_same() {
+        for nodes in [3, 5, 7] {
+            for round in 0..nodes as u32 {
+                let cut = ring(nodes, round);
+                let sees = |n: usize| -> Vec<usize> { (1..=nodes).filter(|m| !cut.contains(&(n, *m)) && !cut.contains(&(*m, n))).collect() };
+                let views: Vec<Vec<usize>> = (1..=nodes).map(sees).collect();
+                assert!(views.iter().all(|v| v.len() > nodes / 2), "{nodes} nodes, round {round}: {views:?}");
+                assert!(!cut.is_empty());
+                if nodes > 3 {
+                    let distinct: std::collections::HashSet<_> = views.iter().collect();
+                    assert_eq!(distinct.len(), nodes, "{views:?}");
+                }
+            }
+        }
     }
 
     #[test]
