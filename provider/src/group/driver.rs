@@ -446,7 +446,9 @@ impl Driver {
     /// and what follows from it. False once stopped. Nothing here blocks,
     /// so a simulation can call it with its own clock.
     pub(crate) fn step(&mut self, first: Option<Command>) -> bool {
-        if let Some(gap) = self.standstill.turn_begins(self.clock.now()) {
+        // Both are taken, so that one stop is not seen twice.
+        let watched = self.clock.stood_still();
+        if let Some(gap) = self.standstill.turn_begins(self.clock.now()).or(watched) {
             self.stood_still(gap);
         }
         let go = self.step_commands(first);
@@ -491,6 +493,10 @@ impl Driver {
         self.advance_weighted_commit();
         if let Some(index) = self.removed_at.take() {
             self.on_removed_notice(index);
+        }
+        if let Some(gap) = self.clock.stood_still() {
+            // The process stopped inside this turn.
+            self.stood_still(gap);
         }
         self.flush_events();
         self.maybe_snapshot();
@@ -1331,6 +1337,7 @@ impl Driver {
             self.relay_commit_index();
             self.call_restarted_members();
         }
+        self.incarnation.quorum.note_leader(self.incarnation.raw.raft.leader_id);
         match self.incarnation.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
             Some(Change::Lost) => self.lose_primary_or_ignore(),
             Some(Change::AskRejoin) => self.ask_rejoin(),
@@ -1349,6 +1356,7 @@ impl Driver {
         }
         let now = self.clock.now();
         let leader = self.leader_seen(now);
+        self.incarnation.quorum.note_leader(self.incarnation.raw.raft.leader_id);
         if let Some(Change::AskRejoin) = self.incarnation.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
             self.ask_rejoin();
         }
@@ -1490,22 +1498,35 @@ impl Driver {
         self.non_primary_view(members);
     }
 
-    /// Nothing of this member ran for `gap` (see `standstill`): unless it
-    /// is alone, or not serving as a synced member anyway, it goes
-    /// non-primary now and rejoins once a leader speaks (`quorum`).
+    /// Nothing of this member ran for `gap` (see `standstill`): unless the
+    /// group could not have gone on without it, it goes non-primary now
+    /// and rejoins once a leader speaks (`quorum`). Its writesets in
+    /// flight stay: sent before it stopped, most are ordered by now, and
+    /// their clients hear so once it reads the log; the rest are fenced
+    /// and sent again as after any stall (`maybe_fence`).
     fn stood_still(&mut self, gap: Duration) {
-        let synced = self.state.member(self.me.id).is_some_and(|m| m.state == super::state::MemberState::Synced);
-        let alone = self.state.members().len() < 2;
-        // Not only when its quorum watch says primary: a member asking to
-        // rejoin may already have been delivered another's primary view
-        // with it in, and its server answers reads (seed 344).
-        if !synced || alone || self.me.arbitrator || !self.watches_quorum() {
+        if !self.could_go_on_without_me() {
             return;
         }
         log::info!("this node stood still for {:.1} s (paused or starved of CPU) while the group went on: it is non-Primary until it has caught up", gap.as_secs_f64());
         self.incarnation.quorum.stood_still();
         let me: Vec<MemberInfo> = self.state.members().iter().filter(|m| m.info.id == self.me.id).map(|m| m.info.clone()).collect();
-        self.non_primary_view(me);
+        self.deliver_non_primary(me);
+    }
+
+    /// Whether this member serves reads (synced in a primary view with
+    /// other data members) that the group may have overtaken while it
+    /// stood still. Not when the configuration keeps it primary whatever
+    /// happens (`pc.ignore_quorum`, `pc.ignore_sb`), nor when it alone
+    /// outweighs the rest: nothing was committed without it then. Not
+    /// only when its quorum watch says primary: a member asking to rejoin
+    /// may already have been delivered another's primary view with it
+    /// in, and its server answers reads (simulator seed 344).
+    fn could_go_on_without_me(&self) -> bool {
+        let synced = self.state.member(self.me.id).is_some_and(|m| m.state == super::state::MemberState::Synced);
+        let other_data = self.state.members().iter().any(|m| m.info.id != self.me.id && !m.info.arbitrator);
+        let kept_primary = self.policy.ignore_quorum || self.policy.ignore_sb || self.reforms_by_weight();
+        synced && other_data && !kept_primary && !self.me.arbitrator && self.watches_quorum() && !self.is_halted() && !self.is_leaving_or_left()
     }
 
     /// The non-primary view of `members` (this member's side): what this
@@ -1518,6 +1539,10 @@ impl Driver {
             self.events.push(GroupEvent::ProposalFailed { token: client });
         }
         self.owed_fence = self.owed_fence.max(fence);
+        self.deliver_non_primary(members);
+    }
+
+    fn deliver_non_primary(&mut self, members: Vec<MemberInfo>) {
         let my_idx = members.iter().position(|m| m.id == self.me.id).map_or(-1, |i| i as i32);
         let view = super::View { history: self.state.history(), seqno: self.state.seqno(), conf_id: -1, primary: false, members, my_idx };
         self.events.push(GroupEvent::View(view));

@@ -3,7 +3,10 @@
 //! a simulation gives its own, so that the driver's rules run unchanged
 //! under a seeded network and time.
 
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
@@ -85,13 +88,72 @@ impl Links for Transport {
 /// The time the driver's timeouts and leases are measured in.
 pub trait Clock: Send + Sync {
     fn now(&self) -> Instant;
+    /// How long the whole process stood still, if it did for longer than
+    /// `standstill::STOOD_STILL` since the last call (see `SystemClock`).
+    fn stood_still(&self) -> Option<Duration> {
+        None
+    }
 }
 
-/// The system's monotonic clock.
-pub struct SystemClock;
+/// The system's monotonic clock, with a watch for standstills: a thread
+/// that does nothing but nap notices when it wakes far too late, as only
+/// a stopped (SIGSTOP) or starved process does. The driver's own gap
+/// between turns (`standstill`) misses a stop that lands inside a turn:
+/// that turn ends after the process runs again.
+pub struct SystemClock {
+    overslept_ms: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    watch: Option<JoinHandle<()>>,
+}
+
+/// The watch's nap: a stop is seen at most this long after it ended.
+const NAP: Duration = Duration::from_millis(100);
+
+impl SystemClock {
+    pub fn new() -> SystemClock {
+        let (overslept_ms, stop) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+        let (slot, stopping) = (overslept_ms.clone(), stop.clone());
+        let watch = std::thread::Builder::new()
+            .name("lockstep-watch".into())
+            .spawn(move || watch(&slot, &stopping))
+            .map_err(|e| crate::log::warning!("no watch for standstills ({}): a stop inside a driver turn goes unseen", e))
+            .ok();
+        SystemClock { overslept_ms, stop, watch }
+    }
+}
+
+fn watch(overslept_ms: &AtomicU64, stop: &AtomicBool) {
+    let mut before = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::park_timeout(NAP);
+        let now = Instant::now();
+        let late = now.saturating_duration_since(before).saturating_sub(NAP);
+        if late > super::standstill::STOOD_STILL {
+            overslept_ms.fetch_max(late.as_millis() as u64, Ordering::Relaxed);
+        }
+        before = now;
+    }
+}
 
 impl Clock for SystemClock {
     fn now(&self) -> Instant {
         Instant::now()
+    }
+
+    fn stood_still(&self) -> Option<Duration> {
+        let ms = self.overslept_ms.swap(0, Ordering::Relaxed);
+        (ms > 0).then(|| Duration::from_millis(ms))
+    }
+}
+
+impl Drop for SystemClock {
+    /// Joined, so that no thread of the library runs once the server
+    /// unloads it.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(w) = self.watch.take() {
+            w.thread().unpark();
+            let _ = w.join();
+        }
     }
 }

@@ -269,7 +269,7 @@ impl Group {
         let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts, previous: cfg.previous, raft, limits: Limits::default() };
         let flow = Arc::new(FlowGate::default());
         flow.reset(Instant::now());
-        let driver = Driver::new(driver_cfg, inbox, delivery, net.clone(), Arc::new(io::SystemClock), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
+        let driver = Driver::new(driver_cfg, inbox, delivery, net.clone(), Arc::new(io::SystemClock::new()), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
         let runner = runner::Runner::new(driver, commands.clone());
         let _ = runner_slot.set(Arc::downgrade(&runner));
         let raft = spawn("lockstep-group", move || runner.run())?;

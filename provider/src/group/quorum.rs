@@ -78,6 +78,8 @@ pub struct Quorum {
     /// When the leader last known, another member, last spoke as one;
     /// None while this member led, or before any leader.
     contact: Option<Instant>,
+    /// The Raft leader last noted (`note_leader`).
+    leader: u64,
 }
 
 /// The leader as a tick sees it (see `has_leader`).
@@ -102,7 +104,7 @@ pub enum Change {
 
 impl Default for Quorum {
     fn default() -> Quorum {
-        Quorum { phase: Phase::Primary, last_probe: None, contact: None }
+        Quorum { phase: Phase::Primary, last_probe: None, contact: None, leader: raft::INVALID_ID }
     }
 }
 
@@ -207,6 +209,17 @@ impl Quorum {
     pub fn stood_still(&mut self) {
         self.phase = Phase::NonPrimary { asked: None };
     }
+
+    /// The Raft leader as this member knows it now. A rejoin asked of
+    /// another is asked again of a new one at once, not after
+    /// `ASK_AGAIN`: a member paused while it led asks itself first, and
+    /// that entry goes with its term when the new leader's word deposes
+    /// it, with never a turn without a leader between them.
+    pub fn note_leader(&mut self, leader: u64) {
+        if std::mem::replace(&mut self.leader, leader) != leader && matches!(self.phase, Phase::NonPrimary { asked: Some(_) }) {
+            self.phase = Phase::NonPrimary { asked: None };
+        }
+    }
 }
 
 #[cfg(test)]
@@ -282,6 +295,19 @@ mod tests {
         assert!(!q.is_primary());
         q.rejoined();
         assert!(q.is_primary());
+    }
+
+    #[test]
+    fn a_rejoin_is_asked_again_of_a_new_leader_at_once() {
+        let (mut q, t0) = (Quorum::default(), Instant::now());
+        q.note_leader(1);
+        q.stood_still();
+        assert_eq!(q.observe(Seen::Me, at(t0, 10), GRACE), Some(Change::AskRejoin));
+        q.note_leader(1);
+        assert_eq!(q.observe(Seen::Me, at(t0, 20), GRACE), None);
+        q.note_leader(2);
+        assert_eq!(q.observe(Seen::Other(at(t0, 30)), at(t0, 30), GRACE), Some(Change::AskRejoin));
+        assert_eq!(q.observe(Seen::Other(at(t0, 40)), at(t0, 40), GRACE), None);
     }
 
     #[test]

@@ -11,7 +11,10 @@
 //! the group had ordered: its reads are fresh again once it is delivered.
 //!
 //! A long turn is no standstill (the gap is measured from its end): a
-//! member busy with a big writeset ran, and was heard.
+//! member busy with a big writeset ran, and was heard. A stop that lands
+//! inside a turn makes that turn end after the process resumed: the
+//! clock's watch (`io::SystemClock`), a thread that only naps, sees it
+//! instead, and the driver asks it at the start and the end of a turn.
 //!
 //! Time is an argument, so the simulator drives this.
 

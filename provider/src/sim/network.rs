@@ -117,11 +117,24 @@ impl Network {
         Ok(())
     }
 
-    /// A message that reached a frozen member waits, as the kernel keeps
-    /// what reaches a stopped process, until it thaws (`at`); messages
-    /// held so keep their order.
-    pub fn hold(&mut self, at: u64, env: Envelope) {
-        self.queue_at(at, env);
+    /// Member `to` froze until `until`: what is on its way to it waits
+    /// until then, as the kernel keeps what reaches a stopped process
+    /// (messages sent during the freeze wait by `send`'s `held_until`).
+    /// Each keeps its number, so the order of a link stays.
+    pub fn hold_for(&mut self, to: usize, until: u64) {
+        self.retime(to, |at| at.max(until));
+    }
+
+    /// Member `to`, frozen until `until`, thawed early at `now`: what
+    /// waited for it is due now.
+    pub fn thaw(&mut self, to: usize, until: u64, now: u64) {
+        self.retime(to, |at| if at == until { now } else { at });
+    }
+
+    fn retime(&mut self, to: usize, new_at: impl Fn(u64) -> u64) {
+        let in_flight = &self.in_flight;
+        let queue = std::mem::take(&mut self.queue);
+        self.queue = queue.into_iter().map(|Reverse((at, id))| Reverse((if in_flight[&id].to == to { new_at(at) } else { at }, id))).collect();
     }
 
     fn queue_at(&mut self, at: u64, env: Envelope) {
