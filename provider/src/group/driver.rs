@@ -1505,7 +1505,7 @@ impl Driver {
     /// their clients hear so once it reads the log; the rest are fenced
     /// and sent again as after any stall (`maybe_fence`).
     fn stood_still(&mut self, gap: Duration) {
-        if !self.could_go_on_without_me() {
+        if !self.standstill.is_new(self.clock.now()) || !self.could_go_on_without_me() {
             return;
         }
         log::info!("this node stood still for {:.1} s (paused or starved of CPU) while the group went on: it is non-Primary until it has caught up", gap.as_secs_f64());

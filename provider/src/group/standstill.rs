@@ -32,11 +32,14 @@ pub const STOOD_STILL: Duration = Duration::from_secs(1);
 pub struct Standstill {
     last_turn_end: Instant,
     bound: Duration,
+    /// When the last standstill was seen: the clock's watch and the gap
+    /// between turns often both see one stop, a moment apart.
+    last_seen: Option<Instant>,
 }
 
 impl Standstill {
     pub fn new(now: Instant, tick: Duration) -> Standstill {
-        Standstill { last_turn_end: now, bound: STOOD_STILL.max(tick * 4) }
+        Standstill { last_turn_end: now, bound: STOOD_STILL.max(tick * 4), last_seen: None }
     }
 
     /// A turn begins at `now`: how long the member stood still before it,
@@ -44,6 +47,17 @@ impl Standstill {
     pub fn turn_begins(&self, now: Instant) -> Option<Duration> {
         let gap = now.saturating_duration_since(self.last_turn_end);
         (gap > self.bound).then_some(gap)
+    }
+
+    /// Whether a standstill seen at `now` (of either kind) is a new one,
+    /// not the last seen again; a stop that follows another by less than
+    /// `bound` is taken for it (the member is rejoining anyway).
+    pub fn is_new(&mut self, now: Instant) -> bool {
+        let new = self.last_seen.is_none_or(|at| now.saturating_duration_since(at) > self.bound);
+        if new {
+            self.last_seen = Some(now);
+        }
+        new
     }
 
     pub fn turn_ended(&mut self, now: Instant) {
@@ -64,6 +78,15 @@ mod tests {
         s.turn_ended(t0 + Duration::from_secs(3));
         assert_eq!(s.turn_begins(t0 + Duration::from_millis(3_500)), None);
         assert_eq!(s.turn_begins(t0 + Duration::from_secs(6)), Some(Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn one_stop_seen_twice_counts_once() {
+        let t0 = Instant::now();
+        let mut s = Standstill::new(t0, Duration::from_millis(50));
+        assert!(s.is_new(t0));
+        assert!(!s.is_new(t0 + Duration::from_millis(20)));
+        assert!(s.is_new(t0 + Duration::from_secs(3)));
     }
 
     #[test]
