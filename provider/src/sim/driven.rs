@@ -543,7 +543,10 @@ impl Driven {
         let me = self.id();
         let members = self.state().members();
         let synced = members.iter().any(|m| m.info.id == me && m.state == crate::group::MemberState::Synced);
-        self.node().in_view && synced && members.len() >= 2 && !self.is_arbitrator()
+        // One that alone outweighs the rest commits nothing without them
+        // and nothing is committed without it: it cannot fall behind.
+        let alone = crate::group::weights::decides_alone(self.state(), me);
+        self.node().in_view && synced && members.len() >= 2 && !self.is_arbitrator() && !alone
     }
 
     pub fn is_leader(&self) -> bool {
