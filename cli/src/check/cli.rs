@@ -54,19 +54,16 @@ fault strikes every --gap seconds (kills: 1-3 s, then started again as
 systemd does; pause: SIGSTOP 2-6 s; partitions: 4-12 s; ring: every
 node keeps only its nearest neighbours in a ring, so that each sees a
 majority and no two the same one, or with three nodes one link goes,
-4-12 s).
-Then every key
-is read on every node, and the history is checked: G0, G1a, G1b, G1c,
-G-single, G-nonadjacent, G2-item and their real-time variants (stale
-reads), lost
-updates, incompatible orders, duplicated, garbage and lost appends. A
+4-12 s). Then every key is read on every node, and the history is
+checked: G0, G1a, G1b, G1c, G-single, G-nonadjacent, G2-item and their
+real-time variants (stale reads), lost updates, incompatible orders,
+duplicated, garbage and lost appends. A
 table, a row per fault class and a column per setting, counts what was
 found; examples go to DIR/<setting>/<fault>.anomalies, the history to
 DIR/<setting>/<fault>.history (see check history). Exit status: 0
 when no run found an anomaly in --forbid (default: every kind but
 G2-item and G2-item-realtime, the write skew snapshot isolation allows)
-and every run ended whole; 1
-otherwise; 2 for bad arguments.";
+and every run ended whole; 1 otherwise; 2 for bad arguments.";
 
 #[derive(Args, Debug)]
 struct ListAppendArgs {
@@ -561,7 +558,7 @@ fn list_append_setting(args: &ListAppendArgs, provider: &Provider, flush: u8, sy
             run.history.len(),
             run.faults.len(),
             run.report.summary(),
-            run.stale_on_struck(),
+            run.stale_on_struck,
             run.error.as_ref().map_or(String::new(), |e| format!("; {e}")),
             checked.as_secs_f64()
         );
@@ -579,7 +576,7 @@ fn list_append_table(args: &ListAppendArgs, settings: &[Setting]) -> String {
             .map(|s| match (&s.failed, s.runs.iter().find(|r| r.fault == fault)) {
                 (Some(why), _) => format!("n/a: {}", why.lines().next().unwrap_or("")),
                 (None, None) => "not run".into(),
-                (None, Some(r)) => format!("{} ({} committed, {} stale on struck nodes){}", r.report.summary(), r.committed(), r.stale_on_struck(), if r.error.is_some() { ", not whole after" } else { "" }),
+                (None, Some(r)) => format!("{} ({} committed, {} stale on struck nodes){}", r.report.summary(), r.committed(), r.stale_on_struck, if r.error.is_some() { ", not whole after" } else { "" }),
             })
             .collect();
         out.push_str(&format!("| {} | {} |\n", fault.label(), cells.join(" | ")));

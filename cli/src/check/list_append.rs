@@ -80,6 +80,8 @@ pub struct Run {
     /// The same: when each began and ended (µs into the history) and the
     /// nodes it struck.
     pub struck: Vec<Struck>,
+    /// `count_stale_on_struck`'s count, taken once the history is whole.
+    pub stale_on_struck: usize,
     pub error: Option<String>,
 }
 
@@ -92,7 +94,7 @@ pub struct Struck {
 }
 
 /// How long after a fault a stale read on a node it struck is counted as
-/// the fault's (`Run::stale_on_struck`).
+/// the fault's (`Run::count_stale_on_struck`).
 pub const AFTER_FAULT: Duration = Duration::from_secs(10);
 /// How stale a read must be to count as the fault's: without causal
 /// reads a node lags the one that acknowledged a commit by milliseconds
@@ -106,7 +108,7 @@ impl Run {
     /// `STALE_BEYOND` before their transaction began: stale reads the
     /// fault caused. Looked for directly, read by read, not through the
     /// checker's cycles, of which it reports one example per component.
-    pub fn stale_on_struck(&self) -> usize {
+    fn count_stale_on_struck(&self) -> usize {
         let (after, beyond) = (AFTER_FAULT.as_micros() as u64, STALE_BEYOND.as_micros() as u64);
         let struck = |t: &Txn| self.struck.iter().any(|f| f.nodes.contains(&t.node) && t.invoked >= f.began && t.invoked <= f.ended + after);
         // Per key: acknowledged appends, by when they were acknowledged.
@@ -123,17 +125,8 @@ impl Run {
             let known = &list[..list.partition_point(|(at, _)| *at < before)];
             known.iter().any(|(_, v)| !read.contains(v))
         };
-        let reads = |t: &'_ Txn| {
-            t.mops.iter().filter_map(|m| match m {
-                Mop::Read(k, Some(read)) => Some((*k, read.clone())),
-                _ => None,
-            }).collect::<Vec<_>>()
-        };
-        self.history
-            .iter()
-            .filter(|t| t.outcome == Outcome::Committed && !t.final_read && struck(t))
-            .map(|t| reads(t).iter().filter(|(k, read)| misses(t, *k, read)).count())
-            .sum()
+        let stale_reads = |t: &Txn| t.mops.iter().filter(|m| matches!(m, Mop::Read(k, Some(read)) if misses(t, *k, read))).count();
+        self.history.iter().filter(|t| t.outcome == Outcome::Committed && !t.final_read && struck(t)).map(stale_reads).sum()
     }
 
     pub fn committed(&self) -> usize {
@@ -146,7 +139,7 @@ impl Run {
 pub fn run(cluster: &Cluster, spec: &RunSpec, config: &Config) -> Run {
     let first = match list_append::first_free_key(cluster) {
         Ok(k) => k,
-        Err(e) => return Run { fault: spec.fault, history: Vec::new(), report: Report::default(), faults: Vec::new(), struck: Vec::new(), error: Some(format!("reading the tables: {e}")) },
+        Err(e) => return Run { fault: spec.fault, history: Vec::new(), report: Report::default(), faults: Vec::new(), struck: Vec::new(), stale_on_struck: 0, error: Some(format!("reading the tables: {e}")) },
     };
     let epoch = Instant::now();
     let stop = AtomicBool::new(false);
@@ -157,7 +150,7 @@ pub fn run(cluster: &Cluster, spec: &RunSpec, config: &Config) -> Run {
         stop.store(true, Ordering::Relaxed);
         (load.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), faults)
     });
-    let mut out = Run { fault: spec.fault, history: Vec::new(), report: Report::default(), faults, struck, error: None };
+    let mut out = Run { fault: spec.fault, history: Vec::new(), report: Report::default(), faults, struck, stale_on_struck: 0, error: None };
     if let Err(e) = cluster.wait_synced(spec.recovery_timeout) {
         out.error = Some(format!("the cluster did not become whole after the faults: {e}"));
     }
@@ -167,6 +160,7 @@ pub fn run(cluster: &Cluster, spec: &RunSpec, config: &Config) -> Run {
     }
     out.report = elle::check(&history);
     out.history = history;
+    out.stale_on_struck = out.count_stale_on_struck();
     out
 }
 
@@ -207,15 +201,7 @@ fn strike(cluster: &Cluster, fault: Fault, round: u32, lasting: Duration) -> (St
         Fault::Pause => ("SIGSTOP", rotate(1)),
         Fault::Ring => {
             let links = crate::fault::partition::ring(n, round);
-            let partition = Partition::cut_links(cluster.spec(), &links);
-            std::thread::sleep(lasting);
-            let status = partition.map_or_else(
-                |e| format!(" (failed: {e})"),
-                |p| {
-                    p.heal();
-                    String::new()
-                },
-            );
+            let status = hold(Partition::cut_links(cluster.spec(), &links), lasting);
             let mut struck: Vec<usize> = links.iter().flat_map(|&(a, b)| [a, b]).collect();
             struck.sort_unstable();
             struck.dedup();
@@ -224,15 +210,7 @@ fn strike(cluster: &Cluster, fault: Fault, round: u32, lasting: Duration) -> (St
         Fault::PartitionOne | Fault::PartitionMinority => {
             let split = if fault == Fault::PartitionOne { Split::One } else { Split::Minority };
             let (cut, rest) = split.sides(n, round);
-            let partition = Partition::cut(cluster.spec(), &[cut.clone(), rest]);
-            std::thread::sleep(lasting);
-            let status = match partition {
-                Ok(p) => {
-                    p.heal();
-                    String::new()
-                }
-                Err(e) => format!(" (failed: {e})"),
-            };
+            let status = hold(Partition::cut(cluster.spec(), &[cut.clone(), rest]), lasting);
             return (format!("partition of {cut:?} for {:.1} s{status}", lasting.as_secs_f64()), cut);
         }
     };
@@ -252,4 +230,17 @@ fn strike(cluster: &Cluster, fault: Fault, round: u32, lasting: Duration) -> (St
     }
     let status = if failures.is_empty() { String::new() } else { format!(" ({})", failures.join("; ")) };
     (format!("{what} {victims:?} for {:.1} s{status}", lasting.as_secs_f64()), victims)
+}
+
+/// Keeps a partition for `lasting`, then heals it; what went wrong, as
+/// the fault's line says it.
+fn hold(partition: crate::cluster::Result<Partition>, lasting: Duration) -> String {
+    std::thread::sleep(lasting);
+    match partition {
+        Ok(p) => {
+            p.heal();
+            String::new()
+        }
+        Err(e) => format!(" (failed: {e})"),
+    }
 }

@@ -39,6 +39,17 @@ pub enum Outcome {
     Unknown,
 }
 
+impl Outcome {
+    /// As histories show and store it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Committed => "committed",
+            Outcome::Aborted => "aborted",
+            Outcome::Unknown => "unknown",
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Txn {
     /// The client (one connection) that ran it; a client runs one
@@ -75,11 +86,7 @@ pub struct Shown<'h>(pub TxnId, pub &'h Txn);
 impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let t = self.1;
-        let outcome = match t.outcome {
-            Outcome::Committed => "committed",
-            Outcome::Aborted => "aborted",
-            Outcome::Unknown => "unknown",
-        };
+        let outcome = t.outcome.label();
         write!(f, "T{} (node {}, client {}, {outcome}, {:.3}-{} s) [", self.0, t.node, t.process, t.invoked as f64 / 1e6, t.completed.map_or("?".to_string(), |c| format!("{:.3}", c as f64 / 1e6)))?;
         for (i, m) in t.mops.iter().enumerate() {
             if i > 0 {
@@ -111,11 +118,7 @@ pub fn to_json_lines(history: &[Txn]) -> String {
                 Mop::Read(k, vs) => json!(["r", k, vs]),
             })
             .collect();
-        let outcome = match t.outcome {
-            Outcome::Committed => "committed",
-            Outcome::Aborted => "aborted",
-            Outcome::Unknown => "unknown",
-        };
+        let outcome = t.outcome.label();
         let line = json!({"process": t.process, "node": t.node, "invoked": t.invoked, "completed": t.completed, "outcome": outcome, "final": t.final_read, "mops": mops});
         out.push_str(&line.to_string());
         out.push('\n');
@@ -131,12 +134,10 @@ pub fn from_json_lines(text: &str) -> Result<Vec<Txn>, String> {
 fn txn_from_json(line: &str) -> Result<Txn, String> {
     let v: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
     let num = |name: &str| v[name].as_u64().ok_or_else(|| format!("{name}: expected a number"));
-    let outcome = match v["outcome"].as_str() {
-        Some("committed") => Outcome::Committed,
-        Some("aborted") => Outcome::Aborted,
-        Some("unknown") => Outcome::Unknown,
-        _ => return Err("outcome: expected committed, aborted or unknown".into()),
-    };
+    let outcome = [Outcome::Committed, Outcome::Aborted, Outcome::Unknown]
+        .into_iter()
+        .find(|o| v["outcome"].as_str() == Some(o.label()))
+        .ok_or("outcome: expected committed, aborted or unknown")?;
     let mops = v["mops"].as_array().ok_or("mops: expected a list")?.iter().map(mop_from_json).collect::<Result<_, _>>()?;
     Ok(Txn { process: num("process")? as usize, node: num("node")? as usize, invoked: num("invoked")?, completed: v["completed"].as_u64(), outcome, mops, final_read: v["final"].as_bool().unwrap_or(false) })
 }
