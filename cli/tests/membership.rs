@@ -625,30 +625,6 @@ fn rejoin(cluster: &Cluster, index: usize) {
         .unwrap_or_else(|e| panic!("after node{index} rejoined: {e}"));
 }
 
-/// The bank checks on every node of the cluster (all must run).
-fn check_bank(
-    cluster: &Cluster,
-    config: &bank::BankConfig,
-    run: &bank::BankRun,
-) -> bank::BankCheck {
-    let check = bank::check(cluster, config, run, SYNC_TIMEOUT)
-        .unwrap_or_else(|e| panic!("bank check (seed {}): {e}", config.seed));
-    assert_eq!(
-        check.nodes,
-        cluster.len(),
-        "bank check did not read every node"
-    );
-    eprintln!(
-        "bank: all {} nodes at seqno {}, {} transfers in bank.log identical everywhere \
-         (CHECKSUM TABLE too), total {} unchanged",
-        check.nodes,
-        check.converged.seqno,
-        check.log_rows,
-        config.total()
-    );
-    check
-}
-
 /// Rows in `bank.log` on `node`: transfers committed so far.
 fn log_rows(node: Node) -> i64 {
     rows_in(node, "bank.log")

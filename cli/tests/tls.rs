@@ -10,48 +10,24 @@ mod common;
 
 use common::*;
 use std::io::{Read, Write};
-use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// A CA and certificates for `nodes`, as the README makes them.
-fn certificates(dir: &Path, ca: &str, nodes: &[&str]) {
-    let script = format!(
-        "set -e; cd '{dir}'; openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj '/CN={ca}' -keyout {ca}-key.pem -out {ca}.pem; \
-         for n in {nodes}; do openssl req -newkey rsa:2048 -nodes -subj \"/CN=$n\" -keyout $n-key.pem -out $n.csr; \
-         openssl x509 -req -in $n.csr -CA {ca}.pem -CAkey {ca}-key.pem -CAcreateserial -days 30 -out $n-cert.pem; done",
-        dir = dir.display(),
-        nodes = nodes.join(" ")
-    );
-    let out = std::process::Command::new("sh").arg("-c").arg(&script).output().expect("sh runs");
-    assert!(out.status.success(), "openssl: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// The three options, one key=value each (the spec takes them apart).
-fn options(dir: &Path, ca: &str, node: &str) -> [String; 3] {
-    let f = |name: String| dir.join(name).display().to_string();
-    [
-        format!("socket.ssl_ca={}", f(format!("{ca}.pem"))),
-        format!("socket.ssl_cert={}", f(format!("{node}-cert.pem"))),
-        format!("socket.ssl_key={}", f(format!("{node}-key.pem"))),
-    ]
-}
 
 #[test]
 fn a_tls_cluster_replicates_and_refuses_a_stranger_and_plain_tcp() {
     let dir = std::env::temp_dir().join("lockstep-test-tls-certificates");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    certificates(&dir, "ca", &["node1", "node2", "node3"]);
-    certificates(&dir, "other", &["node4"]);
+    tls_certificates(&dir, "ca", &["node1", "node2", "node3"]);
+    tls_certificates(&dir, "other", &["node4"]);
     let mut spec = spec("tls", 21, 4);
     for n in 1..=3 {
-        for option in options(&dir, "ca", &format!("node{n}")) {
+        for option in tls_options(&dir, "ca", &format!("node{n}")) {
             spec = spec.node_provider_option(n, option);
         }
     }
     // The stranger trusts our CA; only the cluster can refuse it.
-    let [_, cert, key] = options(&dir, "other", "node4");
-    for option in [options(&dir, "ca", "node4")[0].clone(), cert, key] {
+    let [_, cert, key] = tls_options(&dir, "other", "node4");
+    for option in [tls_options(&dir, "ca", "node4")[0].clone(), cert, key] {
         spec = spec.node_provider_option(4, option);
     }
     let cluster = up_first(spec, 3);

@@ -4,7 +4,7 @@ use super::client::Conn;
 use super::config::BOOTSTRAP_ADDRESS;
 use super::launch::Cluster;
 use super::process;
-use super::spec::{NodePaths, Ports};
+use super::spec::{ExtraOptions, NodePaths, Ports};
 use super::{preflight, secs, Error, Result};
 use lockstep_config::{ServerVar, Shown, StatusVar};
 use std::borrow::Cow;
@@ -200,6 +200,22 @@ impl<'a> Node<'a> {
             elapsed: started.elapsed(),
         });
         Ok(())
+    }
+
+    /// Writes this node's my.cnf again with `extra` on top of the cluster's
+    /// options, for its next start: how one node at a time gets a new
+    /// build (`wsrep_provider=...` among the mysqld options) or changed
+    /// provider options in a rolling upgrade or restart. The spec and the
+    /// other nodes keep theirs; an earlier call's `extra` is replaced.
+    pub fn reconfigure(&self, extra: &ExtraOptions) -> Result<()> {
+        let mut spec = self.cluster.spec().clone();
+        let own = spec.node_extra.entry(self.index).or_default();
+        own.mysqld.extend(extra.mysqld.iter().cloned());
+        own.provider.extend(extra.provider.iter().cloned());
+        let user = process::running_as_root().then_some("root");
+        let cnf = super::config::my_cnf(&spec, self.index, self.cluster.provider_path(), user);
+        let path = self.paths().cnf;
+        std::fs::write(&path, cnf).map_err(|e| Error::io(format!("writing {}", path.display()), e))
     }
 
     /// Starts the server without waiting; returns its pid. For tests that

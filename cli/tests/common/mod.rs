@@ -14,6 +14,7 @@
 #![allow(dead_code)] // each test binary uses a different part
 
 use lockstep_cli::cluster::{Cluster, ClusterSpec, Conn, Node, Phase, Provider};
+use lockstep_cli::workload::bank;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -69,6 +70,14 @@ impl std::ops::Deref for TestCluster {
     type Target = Cluster;
     fn deref(&self) -> &Cluster {
         self.0.as_ref().expect("a test cluster until dropped")
+    }
+}
+
+impl TestCluster {
+    /// A cluster started by something else (`lockstep migrate`), stopped
+    /// and removed like the others.
+    pub fn own(cluster: Cluster) -> TestCluster {
+        TestCluster(Some(cluster))
     }
 }
 
@@ -168,6 +177,53 @@ pub fn start_node(node: Node) -> (Duration, bool) {
     });
     result.unwrap_or_else(|e| panic!("starting {} failed: {e}", node.name()));
     (synced, joined)
+}
+
+/// The bank checks on every node of the cluster (all must run).
+pub fn check_bank(
+    cluster: &Cluster,
+    config: &bank::BankConfig,
+    run: &bank::BankRun,
+) -> bank::BankCheck {
+    let check = bank::check(cluster, config, run, SYNC_TIMEOUT)
+        .unwrap_or_else(|e| panic!("bank check (seed {}): {e}", config.seed));
+    assert_eq!(
+        check.nodes,
+        cluster.len(),
+        "bank check did not read every node"
+    );
+    eprintln!(
+        "bank: all {} nodes at seqno {}, {} transfers in bank.log identical everywhere \
+         (CHECKSUM TABLE too), total {} unchanged",
+        check.nodes,
+        check.converged.seqno,
+        check.log_rows,
+        config.total()
+    );
+    check
+}
+
+/// A CA and certificates for `nodes`, as the README makes them.
+pub fn tls_certificates(dir: &std::path::Path, ca: &str, nodes: &[&str]) {
+    let script = format!(
+        "set -e; cd '{dir}'; openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj '/CN={ca}' -keyout {ca}-key.pem -out {ca}.pem; \
+         for n in {nodes}; do openssl req -newkey rsa:2048 -nodes -subj \"/CN=$n\" -keyout $n-key.pem -out $n.csr; \
+         openssl x509 -req -in $n.csr -CA {ca}.pem -CAkey {ca}-key.pem -CAcreateserial -days 30 -out $n-cert.pem; done",
+        dir = dir.display(),
+        nodes = nodes.join(" ")
+    );
+    let out = std::process::Command::new("sh").arg("-c").arg(&script).output().expect("sh runs");
+    assert!(out.status.success(), "openssl: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The three options, one key=value each (the spec takes them apart).
+pub fn tls_options(dir: &std::path::Path, ca: &str, node: &str) -> [String; 3] {
+    let f = |name: String| dir.join(name).display().to_string();
+    [
+        format!("socket.ssl_ca={}", f(format!("{ca}.pem"))),
+        format!("socket.ssl_cert={}", f(format!("{node}-cert.pem"))),
+        format!("socket.ssl_key={}", f(format!("{node}-key.pem"))),
+    ]
 }
 
 /// Where a server keeps the fragments of streaming transactions.

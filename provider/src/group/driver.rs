@@ -269,6 +269,11 @@ pub(crate) struct Driver {
     /// How busy this thread is (see `load`).
     load: super::load::Load,
     standstill: super::standstill::Standstill,
+    /// Frame kinds this build does not know, said once each in the log
+    /// (at most 256): a member of a newer build sends them, and a rolling
+    /// upgrade must not meet one (a newer build sends a new kind only to
+    /// peers whose handshake offers the feature).
+    unknown_kinds: std::collections::BTreeSet<u8>,
 }
 
 pub(crate) struct DriverConfig {
@@ -350,6 +355,7 @@ impl Driver {
             next_tick: now + cfg.tick,
             load: super::load::Load::new(now),
             standstill: super::standstill::Standstill::new(now, cfg.tick),
+            unknown_kinds: Default::default(),
             events: Vec::new(),
             next_read: 1,
             counters,
@@ -675,7 +681,10 @@ impl Driver {
             Inbound::Frame { kind, payload, from } => match Frame::decode(kind, &payload) {
                 Ok(frame) => self.on_frame(from, frame),
                 // A newer member's message: it copes without our answer.
-                Err(e @ FrameError::Kind(_)) => log::debug!("ignoring a frame from {:x}: {}", from, e),
+                Err(e @ FrameError::Kind(kind)) if self.unknown_kinds.insert(kind) => {
+                    log::warning!("ignoring frames of a kind this build does not know from member {:x} (a newer lockstep build?): {}", from, e)
+                }
+                Err(FrameError::Kind(_)) => {}
                 Err(e) => log::warning!("ignoring a frame from {:x}: {}", from, e),
             },
             Inbound::PeerUp { id, addr, .. } => self.on_peer_up(id, &addr),
