@@ -3,7 +3,7 @@
 //! turns arguments into a spec and results into text.
 
 use super::node::Phase;
-use super::spec::{ClusterSpec, Provider, DEFAULT_BASE_PORT, DEFAULT_DIR, PORTS_PER_NODE};
+use super::spec::{ClusterSpec, ExtraOptions, Provider, DEFAULT_BASE_PORT, DEFAULT_DIR, PORTS_PER_NODE};
 use super::{secs, Cluster, QueryResult, Result, ServerVar, StatusVar};
 use lockstep_config::Shown;
 use clap::{Args, Parser, Subcommand};
@@ -16,7 +16,7 @@ use std::time::Duration;
 #[derive(Parser, Debug)]
 #[command(
     name = "lockstep cluster",
-    about = "A local cluster of mariadbd processes on loopback: up, status, sql, down",
+    about = "A local cluster of mariadbd processes on loopback: up, status, sql, down; one node: stop, start, kill, pause, resume, restart",
     subcommand_required = true,
     arg_required_else_help = true,
     after_help = "`status` exits 1 unless every node runs and is Synced."
@@ -55,6 +55,40 @@ enum Command {
     },
     /// Stop every node of the cluster (SIGTERM, SIGKILL after a timeout).
     Down,
+    /// Stop one node cleanly (SIGTERM): it leaves the view at once.
+    Stop(NodeArg),
+    /// Start one stopped node and wait until it is Synced; a crashed one
+    /// recovers first, as Debian's mariadb.service does.
+    Start(NodeArg),
+    /// SIGKILL one node, as a crash would.
+    Kill(NodeArg),
+    /// SIGSTOP one node: a process that stands still (a VM paused, a long GC-like stall).
+    Pause(NodeArg),
+    /// SIGCONT a paused node.
+    Resume(NodeArg),
+    /// Stop one node, give it other options (a new build: --mysqld-option
+    /// wsrep_provider=PATH), start it and wait until it is Synced: one step
+    /// of a rolling upgrade or restart.
+    Restart(RestartArgs),
+}
+
+#[derive(Args, Debug)]
+struct NodeArg {
+    /// The node: its number (1-based), or its name (node2).
+    #[arg(value_name = "NODE", value_parser = parse_node)]
+    node: usize,
+}
+
+#[derive(Args, Debug)]
+struct RestartArgs {
+    #[command(flatten)]
+    node: NodeArg,
+    /// [mysqld] option for this node from now on (repeatable).
+    #[arg(long = "mysqld-option", value_name = "K=V")]
+    mysqld_options: Vec<String>,
+    /// wsrep_provider_options entry for this node from now on, `;` separates several (repeatable).
+    #[arg(long = "provider-option", value_name = "K=V")]
+    provider_options: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -141,7 +175,32 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Status => status(&Cluster::open(dir)?),
         Command::Sql { node, sql } => run_sql(&Cluster::open(dir)?, node, &sql),
         Command::Down => down(&Cluster::open(dir)?),
+        Command::Stop(n) => one_node(&Cluster::open(dir)?, n.node, "stopped", |node| node.stop()),
+        Command::Start(n) => one_node(&Cluster::open(dir)?, n.node, "Synced", |node| node.start()),
+        Command::Kill(n) => one_node(&Cluster::open(dir)?, n.node, "killed", |node| node.kill()),
+        Command::Pause(n) => one_node(&Cluster::open(dir)?, n.node, "paused", |node| node.freeze()),
+        Command::Resume(n) => one_node(&Cluster::open(dir)?, n.node, "resumed", |node| node.thaw()),
+        Command::Restart(r) => {
+            let extra = ExtraOptions { mysqld: r.mysqld_options, provider: split_provider_options(&r.provider_options) };
+            one_node(&Cluster::open(dir)?, r.node.node, "restarted and Synced", |node| {
+                node.stop()?;
+                node.reconfigure(&extra)?;
+                node.start()
+            })
+        }
     }
+}
+
+/// Runs `act` on node `index`, saying `done` when it returns; the servers
+/// keep running when this command exits.
+fn one_node(cluster: &Cluster, index: usize, done: &str, act: impl FnOnce(super::Node) -> Result<()>) -> Result<ExitCode> {
+    if index > cluster.len() {
+        return Err(super::Error::msg(format!("node{index} does not exist: the cluster has {} node(s)", cluster.len())));
+    }
+    let started = std::time::Instant::now();
+    act(cluster.node(index))?;
+    say(&format!("node{index}: {done} ({})\n", secs(started.elapsed())));
+    Ok(ExitCode::SUCCESS)
 }
 
 fn up(spec: ClusterSpec) -> Result<ExitCode> {
@@ -483,6 +542,13 @@ mod tests {
         assert_eq!((node, sql.as_str()), (2, "SELECT 1, 2"));
         let named = try_parse(&["sql", "node3", "SELECT 1", "--dir", "/x"]).unwrap();
         assert!(matches!(named.command, Command::Sql { node: 3, .. }));
+        assert!(matches!(parse_ok("pause node2").command, Command::Pause(NodeArg { node: 2 })));
+        assert!(matches!(parse_ok("kill 1").command, Command::Kill(NodeArg { node: 1 })));
+        let Command::Restart(restart) = parse_ok("restart 3 --mysqld-option wsrep_provider=/n.so --provider-option a=1;b=2").command else {
+            panic!()
+        };
+        assert_eq!((restart.node.node, &restart.mysqld_options[..]), (3, &["wsrep_provider=/n.so".to_string()][..]));
+        assert!(try_parse(&["stop", "0", "--dir", "/x"]).is_err());
         // Before the command works too, and the default does not undo it.
         assert_eq!(
             try_parse(&["--dir", "/y", "down"]).unwrap().dir,
