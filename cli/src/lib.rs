@@ -6,6 +6,7 @@ pub mod check;
 pub mod cluster;
 pub mod conformance;
 pub mod fault;
+pub mod migrate;
 pub mod options;
 pub mod recover;
 pub mod top;

@@ -2,7 +2,7 @@
 //! clap `Cli` in its module; this file only names them.
 
 use clap::{Parser, Subcommand};
-use lockstep_cli::{bench, check, cluster, conformance, options, recover, top};
+use lockstep_cli::{bench, check, cluster, conformance, migrate, options, recover, top};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -22,6 +22,8 @@ enum Command {
     Cluster(cluster::cli::Cli),
     /// MariaDB's mtr galera/wsrep suites against a provider
     Conformance(conformance::Cli),
+    /// From a running Galera cluster to lockstep while the application writes
+    Migrate(migrate::cli::Cli),
     /// The provider options, and which ones lockstep acts on
     Options(options::Cli),
     /// InnoDB's crash recovery before a node starts (the package's step before galera_recovery)
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
         Command::Check(cli) => check::cli::run_cli(cli),
         Command::Cluster(cli) => cluster::cli::run_cli(cli),
         Command::Conformance(cli) => conformance::run_cli(cli),
+        Command::Migrate(cli) => migrate::cli::run_cli(cli),
         Command::Options(cli) => options::run_cli(cli),
         Command::Recover(cli) => recover::run_cli(cli),
         Command::Top(cli) => top::run_cli(cli),

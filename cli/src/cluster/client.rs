@@ -1,13 +1,14 @@
 //! A client connection to a local node: the `mysql` crate over the
 //! server's unix socket, as root with an empty password (mariadb-install-db
-//! `--auth-root-authentication-method=normal`). This file only adapts the
+//! `--auth-root-authentication-method=normal`), or over TCP as a given
+//! user (a replication user's rights, checked as that user). This file only adapts the
 //! crate to what the launcher, workloads and tests ask: every statement's
 //! result as text, errors as [`Error`] (SQL code, timeout, I/O), and a
 //! connection that refuses further use once its stream is in doubt.
 
 use super::{Error, Result};
 use mysql::prelude::Queryable;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// Default socket read/write timeout: long enough for a commit that waits
@@ -45,7 +46,8 @@ impl QueryResult {
 /// One persistent client connection. `Send`, so a workload thread can own one.
 pub struct Conn {
     conn: mysql::Conn,
-    socket: PathBuf,
+    /// Where it goes (a socket path, or host:port), for messages.
+    server: String,
     /// Set after an I/O error or timeout: the protocol state is unknown,
     /// so every later call fails instead of reading a stale reply.
     broken: bool,
@@ -53,7 +55,7 @@ pub struct Conn {
 
 impl std::fmt::Debug for Conn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Conn({}, id {})", self.socket.display(), self.conn.connection_id())
+        write!(f, "Conn({}, id {})", self.server, self.conn.connection_id())
     }
 }
 
@@ -72,13 +74,25 @@ impl Conn {
             .max_allowed_packet(Some(MAX_PACKET))
             .read_timeout(Some(timeout))
             .write_timeout(Some(timeout));
-        let context = format!("connecting to {}", socket.display());
-        let conn = mysql::Conn::new(opts).map_err(|e| convert(e, &context))?;
-        Ok(Conn { conn, socket: socket.to_path_buf(), broken: false })
+        Conn::open(opts, socket.display().to_string())
     }
 
-    pub fn socket(&self) -> &Path {
-        &self.socket
+    /// Connects over TCP as `user`, with [`DEFAULT_TIMEOUT`].
+    pub fn connect_tcp(host: &str, port: u16, user: &str, password: &str) -> Result<Conn> {
+        let opts = mysql::OptsBuilder::new()
+            .ip_or_hostname(Some(host))
+            .tcp_port(port)
+            .user(Some(user))
+            .pass(Some(password))
+            .max_allowed_packet(Some(MAX_PACKET))
+            .read_timeout(Some(DEFAULT_TIMEOUT))
+            .write_timeout(Some(DEFAULT_TIMEOUT));
+        Conn::open(opts, format!("{user}@{host}:{port}"))
+    }
+
+    fn open(opts: mysql::OptsBuilder, server: String) -> Result<Conn> {
+        let conn = mysql::Conn::new(opts).map_err(|e| convert(e, &format!("connecting to {server}")))?;
+        Ok(Conn { conn, server, broken: false })
     }
 
     /// Runs statements, returns the affected rows of the last one.
@@ -125,10 +139,10 @@ impl Conn {
         if self.broken {
             return Err(Error::msg(format!(
                 "connection to {} is unusable after an earlier I/O error or timeout: reconnect",
-                self.socket.display()
+                self.server
             )));
         }
-        let context = format!("talking to {}", self.socket.display());
+        let context = format!("talking to {}", self.server);
         let result = f(self).map_err(|e| convert(e, &context));
         if matches!(result, Err(ref e) if e.sql_code().is_none()) {
             self.broken = true;

@@ -65,8 +65,29 @@ impl Cluster {
     /// transfer). For tests where a node joins a cluster that already
     /// runs, with ports and configuration known from the start.
     pub fn up_first(
+        spec: ClusterSpec,
+        count: usize,
+        progress: &mut dyn FnMut(usize, Phase),
+    ) -> Result<Cluster> {
+        Cluster::up_seeded(spec, count, None, progress)
+    }
+
+    /// [`Cluster::up_with_progress`] with node 1's datadir made from
+    /// `copy`, a prepared mariabackup copy of another server (moved, not
+    /// copied): a cluster that starts with a Galera node's data.
+    pub fn up_from_copy(
+        spec: ClusterSpec,
+        copy: &Path,
+        progress: &mut dyn FnMut(usize, Phase),
+    ) -> Result<Cluster> {
+        let nodes = spec.nodes;
+        Cluster::up_seeded(spec, nodes, Some(copy), progress)
+    }
+
+    fn up_seeded(
         mut spec: ClusterSpec,
         count: usize,
+        copy: Option<&Path>,
         progress: &mut dyn FnMut(usize, Phase),
     ) -> Result<Cluster> {
         spec.dir = absolute(&spec.dir)?;
@@ -90,7 +111,7 @@ impl Cluster {
         })?;
         let cluster = Cluster::new(spec, provider_path, Some(tools), true);
         // On error `cluster` is dropped here, which stops what was started.
-        cluster.start_first(count, progress)?;
+        cluster.start_first(count, copy, progress)?;
         Ok(cluster)
     }
 
@@ -136,10 +157,13 @@ impl Cluster {
     /// while it is stopped once after its first start, so they join at its
     /// position without a state transfer (see `seed`). Nodes after
     /// `count` get a datadir of their own: they join later by SST.
-    fn start_first(&self, count: usize, progress: &mut dyn FnMut(usize, Phase)) -> Result<()> {
+    fn start_first(&self, count: usize, copy: Option<&Path>, progress: &mut dyn FnMut(usize, Phase)) -> Result<()> {
         for node in (1..=self.spec.nodes).filter(|n| *n == 1 || *n > count) {
             progress(node, Phase::Initialising);
-            self.install_db(node)?;
+            match copy.filter(|_| node == 1) {
+                Some(copy) => self.move_copy(copy)?,
+                None => self.install_db(node)?,
+            }
         }
         let first = self.node(1);
         first.start_with_progress(&mut |phase| progress(1, phase))?;
@@ -327,6 +351,14 @@ impl Cluster {
     }
 
     /// mariadb-install-db into node's datadir, root without password.
+    /// Node 1's datadir becomes `copy`.
+    fn move_copy(&self, copy: &Path) -> Result<()> {
+        let datadir = self.spec.paths(1).datadir;
+        let _ = std::fs::remove_dir(&datadir);
+        std::fs::rename(copy, &datadir)
+            .map_err(|e| Error::io(format!("moving {} to {}", copy.display(), datadir.display()), e))
+    }
+
     fn install_db(&self, node: usize) -> Result<()> {
         let paths = self.spec.paths(node);
         let log = std::fs::File::create(&paths.install_log)

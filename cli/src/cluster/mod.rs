@@ -34,7 +34,8 @@ pub use client::{Conn, QueryResult};
 pub use config::provider_setting;
 pub use launch::{Cluster, StopReport};
 pub use lockstep_config::{ServerVar, StatusVar};
-pub use node::{Node, Phase, Status, VarName};
+pub use node::{tail_lines, Node, Phase, Status, VarName};
+pub use preflight::find_program;
 pub use spec::{ClusterSpec, ExtraOptions, NodePaths, Ports, Provider, DEFAULT_DIR};
 
 use std::fmt;

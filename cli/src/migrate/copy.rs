@@ -1,0 +1,107 @@
+//! The copy of the source node the lockstep cluster starts from:
+//! mariabackup while the source keeps taking writes, then its prepare
+//! step; the GTID position the copy holds is where replication starts.
+
+use super::gtid::Position;
+use super::source::Source;
+use crate::cluster::{find_program, Error, Result};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How often the copy's progress is reported.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+#[derive(Clone, Debug)]
+pub struct Copy {
+    /// What the copy holds of the source's writes.
+    pub position: Position,
+    pub bytes: u64,
+    pub took: Duration,
+}
+
+/// Copies `source` into `dir` (which must not exist) and prepares the copy.
+/// `progress` hears the bytes copied so far and the source's data size.
+pub fn take(source: &Source, dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Copy> {
+    let started = Instant::now();
+    let backup = find_program("mariadb-backup").ok_or_else(|| Error::msg("mariadb-backup is not installed"))?;
+    let expected = data_size(source);
+    // --defaults-file must come first; mariabackup finds the datadir there.
+    let mut child = Command::new(&backup)
+        .arg(format!("--defaults-file={}", source.cnf.display()))
+        .args(["--backup", "--galera-info", "--user=root"])
+        .arg(format!("--socket={}", source.socket.display()))
+        .arg(format!("--target-dir={}", dir.display()))
+        .stdin(Stdio::null())
+        .stdout(log_file(dir, "backup")?)
+        .stderr(log_file(dir, "backup")?)
+        .spawn()
+        .map_err(|e| Error::io("starting mariadb-backup", e))?;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| Error::io("waiting for mariadb-backup", e))? {
+            break status;
+        }
+        progress(tree_size(dir), expected);
+        std::thread::sleep(PROGRESS_EVERY);
+    };
+    let bytes = tree_size(dir);
+    progress(bytes, expected);
+    if !status.success() {
+        return Err(failed(dir, "backup", &format!("mariadb-backup --backup {status}")));
+    }
+    let prepared = Command::new(&backup)
+        .args(["--prepare"])
+        .arg(format!("--target-dir={}", dir.display()))
+        .stdin(Stdio::null())
+        .stdout(log_file(dir, "prepare")?)
+        .stderr(log_file(dir, "prepare")?)
+        .status()
+        .map_err(|e| Error::io("starting mariadb-backup --prepare", e))?;
+    if !prepared.success() {
+        return Err(failed(dir, "prepare", &format!("mariadb-backup --prepare {prepared}")));
+    }
+    let position = binlog_position(dir)?;
+    Ok(Copy { position, bytes, took: started.elapsed() })
+}
+
+/// The GTID position in `xtrabackup_binlog_info` (file, offset, GTIDs).
+fn binlog_position(dir: &Path) -> Result<Position> {
+    let path = dir.join("xtrabackup_binlog_info");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(format!("reading {} (was the source's binary log on?)", path.display()), e))?;
+    let gtids = text.split_whitespace().nth(2).unwrap_or("");
+    Position::parse(gtids).map_err(|e| Error::msg(format!("{}: {e}", path.display())))
+}
+
+/// Logs beside the copy, not in it: the copy becomes a datadir.
+fn log_file(dir: &Path, step: &str) -> Result<std::fs::File> {
+    let path = log_path(dir, step);
+    std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| Error::io(format!("opening {}", path.display()), e))
+}
+
+fn log_path(dir: &Path, step: &str) -> PathBuf {
+    dir.with_file_name(format!("mariadb-backup-{step}.log"))
+}
+
+fn failed(dir: &Path, step: &str, what: &str) -> Error {
+    let log = log_path(dir, step);
+    Error::msg(format!("{what}; last lines of {}:\n{}", log.display(), crate::cluster::tail_lines(&log, 15)))
+}
+
+/// The source's InnoDB data and index bytes: what the copy will about
+/// come to (0 when it cannot say).
+fn data_size(source: &Source) -> u64 {
+    let sql = "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.tables";
+    let value = source.connect().and_then(|mut c| c.query_value(sql));
+    value.ok().flatten().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+fn tree_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => tree_size(&e.path()),
+            _ => e.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
+}
