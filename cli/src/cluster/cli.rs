@@ -194,11 +194,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
 /// Runs `act` on node `index`, saying `done` when it returns; the servers
 /// keep running when this command exits.
 fn one_node(cluster: &Cluster, index: usize, done: &str, act: impl FnOnce(super::Node) -> Result<()>) -> Result<ExitCode> {
-    if index > cluster.len() {
-        return Err(super::Error::msg(format!("node{index} does not exist: the cluster has {} node(s)", cluster.len())));
-    }
     let started = std::time::Instant::now();
-    act(cluster.node(index))?;
+    act(existing(cluster, index)?)?;
     say(&format!("node{index}: {done} ({})\n", secs(started.elapsed())));
     Ok(ExitCode::SUCCESS)
 }
@@ -362,17 +359,22 @@ fn status_cell(value: Option<&str>) -> String {
 }
 
 fn run_sql(cluster: &Cluster, node: usize, sql: &str) -> Result<ExitCode> {
-    if node > cluster.len() {
-        return Err(super::Error::msg(format!(
-            "node{node} does not exist: the cluster has {} node(s)",
-            cluster.len()
-        )));
-    }
-    let results = cluster.node(node).connect()?.query_results(sql)?;
+    let results = existing(cluster, node)?.connect()?.query_results(sql)?;
     for result in &results {
         say(&render_result(result));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Node `index` of the cluster, or why there is none.
+fn existing(cluster: &Cluster, index: usize) -> Result<super::Node<'_>> {
+    if index > cluster.len() {
+        return Err(super::Error::msg(format!(
+            "node{index} does not exist: the cluster has {} node(s)",
+            cluster.len()
+        )));
+    }
+    Ok(cluster.node(index))
 }
 
 fn render_result(result: &QueryResult) -> String {

@@ -350,7 +350,6 @@ impl Cluster {
         Ok(self.tools.get_or_init(|| found))
     }
 
-    /// mariadb-install-db into node's datadir, root without password.
     /// Node 1's datadir becomes `copy`.
     fn move_copy(&self, copy: &Path) -> Result<()> {
         let datadir = self.spec.paths(1).datadir;
@@ -359,6 +358,7 @@ impl Cluster {
             .map_err(|e| Error::io(format!("moving {} to {}", copy.display(), datadir.display()), e))
     }
 
+    /// mariadb-install-db into node's datadir, root without password.
     fn install_db(&self, node: usize) -> Result<()> {
         let paths = self.spec.paths(node);
         let log = std::fs::File::create(&paths.install_log)
@@ -490,18 +490,23 @@ fn remove_stopped_cluster(dir: &Path) -> Result<()> {
 }
 
 fn write_node_files(spec: &ClusterSpec, provider: &Path) -> Result<()> {
-    let user = process::running_as_root().then_some("root");
     for node in 1..=spec.nodes {
         let paths = spec.paths(node);
         for dir in [&paths.dir, &paths.tmpdir] {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
         }
-        let cnf = config::my_cnf(spec, node, provider, user);
-        std::fs::write(&paths.cnf, cnf)
-            .map_err(|e| Error::io(format!("writing {}", paths.cnf.display()), e))?;
+        write_cnf(spec, node, provider)?;
     }
     Ok(())
+}
+
+/// Node `node`'s my.cnf as `spec` makes it.
+pub(super) fn write_cnf(spec: &ClusterSpec, node: usize, provider: &Path) -> Result<()> {
+    let user = process::running_as_root().then_some("root");
+    let path = spec.paths(node).cnf;
+    std::fs::write(&path, config::my_cnf(spec, node, provider, user))
+        .map_err(|e| Error::io(format!("writing {}", path.display()), e))
 }
 
 #[cfg(test)]

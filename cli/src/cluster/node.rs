@@ -212,10 +212,7 @@ impl<'a> Node<'a> {
         let own = spec.node_extra.entry(self.index).or_default();
         own.mysqld.extend(extra.mysqld.iter().cloned());
         own.provider.extend(extra.provider.iter().cloned());
-        let user = process::running_as_root().then_some("root");
-        let cnf = super::config::my_cnf(&spec, self.index, self.cluster.provider_path(), user);
-        let path = self.paths().cnf;
-        std::fs::write(&path, cnf).map_err(|e| Error::io(format!("writing {}", path.display()), e))
+        super::launch::write_cnf(&spec, self.index, self.cluster.provider_path())
     }
 
     /// Starts the server without waiting; returns its pid. For tests that

@@ -188,7 +188,8 @@ fn follow(args: &FollowArgs) -> Result<ExitCode> {
             m.save()?;
         }
         let lag = super::lag(&m, &cluster)?;
-        let total = lag.applied.behind(&super::Position::default());
+        // Transactions applied since the start of the domains' numbering.
+        let total = super::Position::default().behind(&lag.applied);
         let rate = last.map(|(n, at)| (total.saturating_sub(n)) as f64 / at.elapsed().as_secs_f64());
         last = Some((total, Instant::now()));
         println!("node{} from {}: {lag}{}", m.replica, m.source().name(), rate.map_or(String::new(), |r| format!(", applying {r:.0}/s")));

@@ -27,14 +27,11 @@ pub fn take(source: &Source, dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> 
     let backup = find_program("mariadb-backup").ok_or_else(|| Error::msg("mariadb-backup is not installed"))?;
     let expected = data_size(source);
     // --defaults-file must come first; mariabackup finds the datadir there.
-    let mut child = Command::new(&backup)
+    let mut child = logged(&backup, dir, "backup")?
         .arg(format!("--defaults-file={}", source.cnf.display()))
         .args(["--backup", "--galera-info", "--user=root"])
         .arg(format!("--socket={}", source.socket.display()))
         .arg(format!("--target-dir={}", dir.display()))
-        .stdin(Stdio::null())
-        .stdout(log_file(dir, "backup")?)
-        .stderr(log_file(dir, "backup")?)
         .spawn()
         .map_err(|e| Error::io("starting mariadb-backup", e))?;
     let status = loop {
@@ -49,12 +46,9 @@ pub fn take(source: &Source, dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> 
     if !status.success() {
         return Err(failed(dir, "backup", &format!("mariadb-backup --backup {status}")));
     }
-    let prepared = Command::new(&backup)
-        .args(["--prepare"])
+    let prepared = logged(&backup, dir, "prepare")?
+        .arg("--prepare")
         .arg(format!("--target-dir={}", dir.display()))
-        .stdin(Stdio::null())
-        .stdout(log_file(dir, "prepare")?)
-        .stderr(log_file(dir, "prepare")?)
         .status()
         .map_err(|e| Error::io("starting mariadb-backup --prepare", e))?;
     if !prepared.success() {
@@ -72,10 +66,15 @@ fn binlog_position(dir: &Path) -> Result<Position> {
     Position::parse(gtids).map_err(|e| Error::msg(format!("{}: {e}", path.display())))
 }
 
-/// Logs beside the copy, not in it: the copy becomes a datadir.
-fn log_file(dir: &Path, step: &str) -> Result<std::fs::File> {
+/// mariabackup for `step`, its output into a log beside the copy, not in
+/// it (the copy becomes a datadir; its --defaults-file must stay first).
+fn logged(backup: &Path, dir: &Path, step: &str) -> Result<Command> {
     let path = log_path(dir, step);
-    std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| Error::io(format!("opening {}", path.display()), e))
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
+    let log_err = log.try_clone().map_err(|e| Error::io("duplicating a log file handle", e))?;
+    let mut command = Command::new(backup);
+    command.stdin(Stdio::null()).stdout(log).stderr(log_err);
+    Ok(command)
 }
 
 fn log_path(dir: &Path, step: &str) -> PathBuf {

@@ -121,7 +121,7 @@ pub fn keep_following(m: &mut Migration, cluster: &Cluster) -> Result<Vec<String
         start(cluster.node(node), &m.source(), &m.replication, &position)?;
         done.push(format!("node{from} does not answer: replication resumes on node{node} after {position}"));
     }
-    if m.source().connect().is_err() || !synced(&m.source()) {
+    if !synced(&m.source()) {
         let gone = m.source().name();
         let next = (1..m.sources.len()).map(|i| (m.following + i) % m.sources.len()).find(|i| synced(&m.sources[*i]));
         let next = next.ok_or_else(|| Error::msg(format!("the source {gone} does not answer, and no other source is Synced")))?;
@@ -159,8 +159,7 @@ fn log_skip(node: Node, why: &str) {
     eprintln!("lockstep migrate: {} cannot take over replication: {why}", node.name());
 }
 
+/// The source answers and is Synced.
 fn synced(source: &Source) -> bool {
-    let Ok(mut conn) = source.connect() else { return false };
-    let state = conn.query("SHOW GLOBAL STATUS LIKE 'wsrep_local_state_comment'");
-    state.ok().and_then(|rows| rows.into_iter().next()).and_then(|mut r| r.pop()).as_deref() == Some("Synced")
+    source.connect().is_ok_and(|mut conn| super::preflight::is_synced(&mut conn))
 }

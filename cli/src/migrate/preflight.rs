@@ -5,7 +5,8 @@
 
 use super::gtid::Position;
 use super::source::Source;
-use crate::cluster::{Conn, Error, Result};
+use crate::cluster::{Conn, Error, Result, ServerVar, StatusVar};
+use lockstep_config::Shown;
 use std::collections::BTreeSet;
 
 /// The account the lockstep side replicates with (on the source; the copy
@@ -59,8 +60,8 @@ pub fn check(source: &Source, repl: &Replication, ours: Identity) -> Result<Fact
     need(source_id != ours.server_id, format!("server_id {source_id} is the source's too: choose another for the lockstep cluster (--server-id)"));
     let domains: BTreeSet<u32> = [wsrep_domain, domain].iter().filter_map(|d| d.parse().ok()).collect();
     need(!domains.contains(&ours.domain_id), format!("GTID domain {} is one the source writes in ({domains:?}): choose another for the lockstep cluster (--domain-id)", ours.domain_id));
-    need(status(&mut conn, "wsrep_cluster_status").as_deref() == Some("Primary"), "the source is not in a Primary component".into());
-    need(status(&mut conn, "wsrep_local_state_comment").as_deref() == Some("Synced"), "the source node is not Synced (a donor or joiner copies a moving target)".into());
+    need(status(&mut conn, &ServerVar::ClusterStatus.shown()).as_deref() == Some("Primary"), "the source is not in a Primary component".into());
+    need(is_synced(&mut conn), "the source node is not Synced (a donor or joiner copies a moving target)".into());
     if let Err(problem) = replication_rights(source, repl) {
         problems.push(problem);
     }
@@ -76,6 +77,11 @@ pub fn check(source: &Source, repl: &Replication, ours: Identity) -> Result<Fact
 
 fn status(conn: &mut Conn, name: &str) -> Option<String> {
     conn.query(&format!("SHOW GLOBAL STATUS LIKE '{name}'")).ok()?.into_iter().next()?.pop()
+}
+
+/// `wsrep_local_state_comment` is Synced.
+pub(super) fn is_synced(conn: &mut Conn) -> bool {
+    status(conn, &StatusVar::LocalStateComment.shown()).as_deref() == Some("Synced")
 }
 
 /// Connects as the replication user, as the replica will, and reads its grants.
