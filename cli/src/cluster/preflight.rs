@@ -5,6 +5,7 @@ use super::spec::ClusterSpec;
 use super::{Error, Result};
 use std::net::TcpListener;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// Debian installs the server in /usr/sbin, which is not on every PATH.
 const EXTRA_DIRS: &[&str] = &["/usr/sbin", "/usr/local/sbin", "/usr/local/mysql/bin"];
@@ -78,9 +79,19 @@ pub fn port_is_free(port: u16) -> bool {
     TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
 
+/// How long a port may stay busy before it counts as taken: a node killed
+/// a moment ago frees its ports only once the kernel has closed every
+/// socket of it (and of children that inherited one), which takes a
+/// second or two under load (`cluster kill 2` then `cluster start 2`).
+const PORT_GRACE: Duration = Duration::from_secs(5);
+
 /// Checks the ports of `node`.
 pub fn check_ports(spec: &ClusterSpec, node: usize) -> Result<()> {
+    let deadline = Instant::now() + PORT_GRACE;
     for (role, port) in spec.ports(node).all() {
+        while !port_is_free(port) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
         if !port_is_free(port) {
             return Err(Error::msg(format!(
                 "port {port} (node{node} {role}) is busy: another server uses it \
