@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use super::mtr::{self, Ending, Invocation, GALERA_PROVIDER, MTR_DIR};
+use super::mtr::{self, mtr_dir, Ending, Invocation, GALERA_PROVIDER};
 use super::options::{Cli, Options, Selection};
 use super::overlay;
 use super::report;
@@ -222,7 +222,7 @@ fn suite_for_mtr(suite: &str, suites_root: &Path) -> Result<String, String> {
         return Ok(suite.to_string());
     };
     overlay::check_usable(suites_root)?;
-    let dir = overlay::build(suites_root, suite, base, Path::new(MTR_DIR))
+    let dir = overlay::build(suites_root, suite, base, Path::new(mtr_dir()))
         .map_err(|e| format!("building {suite} under {}: {e}", suites_root.display()))?;
     Ok(dir.to_string_lossy().into_owned())
 }
@@ -270,10 +270,11 @@ fn lockstep_library() -> Result<PathBuf, String> {
 /// mtr must not write into its own tree, and runs must not litter a checkout.
 fn check_run_dir(dir: &Path) -> Result<(), String> {
     let absolute = nearest_existing(dir)?;
-    if absolute.starts_with(MTR_DIR) {
+    if absolute.starts_with(mtr_dir()) {
         return Err(format!(
-            "--vardir {}: must be outside {MTR_DIR}",
-            dir.display()
+            "--vardir {}: must be outside {}",
+            dir.display(),
+            mtr_dir()
         ));
     }
     if let Some(repo) = absolute.ancestors().find(|a| a.join(".git").exists()) {

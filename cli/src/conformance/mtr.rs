@@ -9,8 +9,15 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// Where the mariadb-test package installs mtr and the suites.
-pub const MTR_DIR: &str = "/usr/share/mysql/mysql-test";
+/// Where the mariadb-test package installs mtr and the suites: MariaDB
+/// 10.11's place, then 11.8's (Debian 13 moved it).
+const MTR_DIRS: [&str; 2] = ["/usr/share/mysql/mysql-test", "/usr/share/mariadb/mariadb-test"];
+
+/// The first of [`MTR_DIRS`] that holds mtr (10.11's when none does, so
+/// that errors name the usual place).
+pub fn mtr_dir() -> &'static str {
+    MTR_DIRS.into_iter().find(|d| std::path::Path::new(d).join("mariadb-test-run.pl").is_file()).unwrap_or(MTR_DIRS[0])
+}
 /// The reference provider (Debian package galera-4).
 pub const GALERA_PROVIDER: &str = "/usr/lib/galera/libgalera_smm.so";
 
@@ -94,7 +101,8 @@ impl Invocation {
             None => String::new(),
         };
         Ok(format!(
-            "cd {MTR_DIR} && WSREP_PROVIDER={} MTR_BINDIR_FORCED={} {bash_env}perl {args}",
+            "cd {} && WSREP_PROVIDER={} MTR_BINDIR_FORCED={} {bash_env}perl {args}",
+            mtr_dir(),
             quote(&self.provider.to_string_lossy()),
             quote(&self.mysqld_dir().to_string_lossy())
         ))
@@ -221,7 +229,7 @@ pub fn run(inv: &Invocation, log: &Path, mut on_line: impl FnMut(&str)) -> io::R
     }
     let mut child = command
         .args(inv.args().map_err(io::Error::other)?)
-        .current_dir(MTR_DIR)
+        .current_dir(mtr_dir())
         .env("WSREP_PROVIDER", &inv.provider)
         .env("MTR_BINDIR_FORCED", inv.mysqld_dir())
         .stdin(Stdio::null())
@@ -401,7 +409,7 @@ mod tests {
         assert!(inv
             .shell_line()
             .unwrap()
-            .starts_with("cd /usr/share/mysql/mysql-test && WSREP_PROVIDER=/usr/lib/galera"));
+            .starts_with(&format!("cd {} && WSREP_PROVIDER=/usr/lib/galera", mtr_dir())));
     }
 
     #[test]
