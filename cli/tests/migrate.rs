@@ -31,7 +31,6 @@ const REPLICATION: (&str, &str) = ("repl", "repl-secret");
 const APP: (&str, &str) = ("app", "app-secret");
 
 #[test]
-#[ignore = "written, never run yet: `lockstep migrate` is new and unproven end to end"]
 fn a_loaded_galera_cluster_moves_to_lockstep_with_failovers_on_both_sides_and_equal_checksums() {
     let _turn = take_turn();
     let started = Instant::now();

@@ -90,11 +90,14 @@ fn slave_status(conn: &mut Conn) -> Result<BTreeMap<String, String>> {
     Ok(result.columns.into_iter().zip(row).collect())
 }
 
-/// What a lockstep node holds of the source's writes: the replica records
-/// its position in `mysql.gtid_slave_pos` in the same transaction as each
-/// replicated one, so every lockstep node holds the rows of what it has
-/// applied. Read after the node has applied everything the cluster
-/// committed before the read (`wsrep_sync_wait`).
+/// What a lockstep node holds of the source's writes, read after it has
+/// applied everything the cluster committed before the read
+/// (`wsrep_sync_wait`). The replica records its position in
+/// `mysql.gtid_slave_pos`, which wsrep does not carry to the other nodes
+/// (MariaDB leaves that table out of the writeset); what they have is
+/// their binary log, where the replicated transactions keep the source's
+/// GTIDs. A domain that neither shows has not moved since the copy, which
+/// every node of the lockstep cluster descends from.
 pub fn applied(conn: &mut Conn, m: &Migration) -> Result<Position> {
     let rows = conn.query(
         "SET SESSION wsrep_sync_wait = 1; \
@@ -103,8 +106,10 @@ pub fn applied(conn: &mut Conn, m: &Migration) -> Result<Position> {
          ON p.domain_id = last.domain_id AND p.sub_id = last.sub_id",
     )?;
     let text: Vec<String> = rows.iter().map(|r| r.join("-")).collect();
-    let position = Position::parse(&text.join(",")).map_err(Error::msg)?;
-    Ok(position.only(&m.domains))
+    let recorded = Position::parse(&text.join(",")).map_err(Error::msg)?;
+    let binlog = conn.query_value("SELECT @@gtid_binlog_pos")?.unwrap_or_default();
+    let binlog = Position::parse(&binlog).map_err(Error::msg)?;
+    Ok(m.copied.furthest(&recorded).furthest(&binlog).only(&m.domains))
 }
 
 /// One look at both ends, and what was done about a failed one: the
@@ -146,9 +151,12 @@ pub fn keep_following(m: &mut Migration, cluster: &Cluster) -> Result<Vec<String
 fn new_replica(m: &Migration, cluster: &Cluster) -> Result<(usize, Position)> {
     for node in cluster.nodes().filter(|n| n.index() != m.replica) {
         let Ok(mut conn) = node.connect() else { continue };
+        if !super::preflight::is_synced(&mut conn) {
+            log_skip(node, "it is not Synced");
+            continue;
+        }
         match applied(&mut conn, m) {
-            Ok(position) if position.behind(&m.copied) == 0 => return Ok((node.index(), position)),
-            Ok(position) => log_skip(node, &format!("it holds {position}, less than the copy ({})", m.copied)),
+            Ok(position) => return Ok((node.index(), position)),
             Err(e) => log_skip(node, &e.to_string()),
         }
     }

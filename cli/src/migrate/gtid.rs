@@ -40,6 +40,18 @@ impl Position {
         Position(self.0.iter().filter(|(d, _)| domains.contains(d)).map(|(d, v)| (*d, *v)).collect())
     }
 
+    /// Domain by domain, the further of the two (a domain's seqnos count
+    /// up, whatever server wrote them).
+    pub fn furthest(&self, other: &Position) -> Position {
+        let mut domains = self.0.clone();
+        for (d, (server, seqno)) in &other.0 {
+            if *seqno > self.seqno(*d) || !domains.contains_key(d) {
+                domains.insert(*d, (*server, *seqno));
+            }
+        }
+        Position(domains)
+    }
+
     /// Transactions of `ahead` this position has not reached, over
     /// `ahead`'s domains (seqnos count up by one per transaction within a
     /// domain).
@@ -67,6 +79,8 @@ mod tests {
         assert_eq!(replica.behind(&source), 20 + 7);
         assert_eq!(source.behind(&source), 0);
         assert_eq!(replica.only(&source.domains()).to_string(), "1-1-480");
+        assert_eq!(replica.furthest(&source).to_string(), "0-3-7,1-1-500,5-2-9");
+        assert_eq!(source.furthest(&replica), replica.furthest(&source));
         assert_eq!(Position::parse("").unwrap(), Position::default());
         for bad in ["1-1", "1-1-1-1", "a-1-1", "1-1-1,1-2-3", "99999999999-1-1"] {
             assert!(Position::parse(bad).is_err(), "{bad}");

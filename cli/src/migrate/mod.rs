@@ -54,8 +54,8 @@ pub struct Migration {
     /// The GTID domains the Galera cluster writes in.
     pub domains: BTreeSet<u32>,
     pub identity: Identity,
-    /// The copy's position: a lockstep node that holds less has lost the
-    /// replication position, and must not become the replica.
+    /// The copy's position, which every lockstep node holds: the floor
+    /// of a domain the source has not written in since.
     pub copied: Position,
 }
 
