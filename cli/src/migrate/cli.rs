@@ -170,6 +170,7 @@ fn start(args: StartArgs) -> Result<ExitCode> {
         Step::Copying { .. } => {}
         Step::Copied { bytes, took, position } => println!("copied and prepared {} MiB in {:.1}s, at {position}", bytes >> 20, took.as_secs_f64()),
         Step::Node(node, Phase::Synced { elapsed }) => println!("lockstep node{node}: Synced in {:.1}s", elapsed.as_secs_f64()),
+        Step::Node(node, Phase::Reseeding) => println!("lockstep node{node}: stopped, datadir copied for the others"),
         Step::Node(..) => {}
         Step::Following { node, source, from } => println!("lockstep node{node} replicates from {source} after {from}"),
     })?;

@@ -92,12 +92,13 @@ fn slave_status(conn: &mut Conn) -> Result<BTreeMap<String, String>> {
 
 /// What a lockstep node holds of the source's writes, read after it has
 /// applied everything the cluster committed before the read
-/// (`wsrep_sync_wait`). The replica records its position in
-/// `mysql.gtid_slave_pos`, which wsrep does not carry to the other nodes
-/// (MariaDB leaves that table out of the writeset); what they have is
-/// their binary log, where the replicated transactions keep the source's
-/// GTIDs. A domain that neither shows has not moved since the copy, which
-/// every node of the lockstep cluster descends from.
+/// (`wsrep_sync_wait`). Two records of it, the furthest counts: the rows
+/// of `mysql.gtid_slave_pos`, which the replica writes in the same
+/// transaction as each replicated one and wsrep carries to every node
+/// (seen here: 57 rows on node 2 while node 1 replicated), and the
+/// node's binary log, where the replicated transactions keep the
+/// source's GTIDs. A domain that neither shows has not moved since the
+/// copy, which every node of the lockstep cluster descends from.
 pub fn applied(conn: &mut Conn, m: &Migration) -> Result<Position> {
     let rows = conn.query(
         "SET SESSION wsrep_sync_wait = 1; \
