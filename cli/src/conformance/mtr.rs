@@ -11,22 +11,12 @@ use std::time::{Duration, Instant};
 
 /// Where the mariadb-test package installs mtr and the suites: MariaDB
 /// 10.11's place, then 11.8's (Debian 13 moved it).
-const MTR_DIRS: [&str; 2] = [
-    "/usr/share/mysql/mysql-test",
-    "/usr/share/mariadb/mariadb-test",
-];
+const MTR_DIRS: [&str; 2] = ["/usr/share/mysql/mysql-test", "/usr/share/mariadb/mariadb-test"];
 
 /// The first of [`MTR_DIRS`] that holds mtr (10.11's when none does, so
 /// that errors name the usual place).
 pub fn mtr_dir() -> &'static str {
-    MTR_DIRS
-        .into_iter()
-        .find(|d| {
-            std::path::Path::new(d)
-                .join("mariadb-test-run.pl")
-                .is_file()
-        })
-        .unwrap_or(MTR_DIRS[0])
+    MTR_DIRS.into_iter().find(|d| std::path::Path::new(d).join("mariadb-test-run.pl").is_file()).unwrap_or(MTR_DIRS[0])
 }
 
 /// The reference provider (Debian package galera-4).
@@ -199,9 +189,7 @@ fi
 /// at /usr/bin/garbd, which is Galera's. Cargo builds ours beside the
 /// library (`garbd`): the link makes the garbd tests run ours.
 fn link_garbd(provider: &Path) -> io::Result<()> {
-    let Some(dir) = provider.parent() else {
-        return Ok(());
-    };
+    let Some(dir) = provider.parent() else { return Ok(()) };
     let (ours, link) = (dir.join("garbd"), dir.join("garb").join("garbd"));
     if !ours.is_file() || link.exists() {
         return Ok(());
@@ -419,20 +407,17 @@ mod tests {
             );
         }
         assert_eq!(args.last().unwrap(), "wsrep.trans");
-        assert!(inv.shell_line().unwrap().starts_with(&format!(
-            "cd {} && WSREP_PROVIDER=/usr/lib/galera",
-            mtr_dir()
-        )));
+        assert!(inv
+            .shell_line()
+            .unwrap()
+            .starts_with(&format!("cd {} && WSREP_PROVIDER=/usr/lib/galera", mtr_dir())));
     }
 
     #[test]
     fn the_donor_wait_is_named_on_the_command_line_unless_stock_sst() {
         let line = invocation().shell_line().unwrap();
         assert!(line.contains(" BASH_ENV=/tmp/lockstep_conformance/sst-donor-wait.bash perl "));
-        let stock = Invocation {
-            stock_sst: true,
-            ..invocation()
-        };
+        let stock = Invocation { stock_sst: true, ..invocation() };
         assert!(!stock.shell_line().unwrap().contains("BASH_ENV"));
         assert_eq!(stock.donor_wait(), None);
     }
@@ -452,35 +437,16 @@ mod tests {
             let script = dir.join(name);
             std::fs::write(&script, format!("#!/usr/bin/env bash\nset -eu\n{body}")).unwrap();
             std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-            let status = Command::new("timeout")
-                .args(["3", &script.to_string_lossy()])
-                .env("BASH_ENV", &env)
-                .status();
+            let status = Command::new("timeout").args(["3", &script.to_string_lossy()]).env("BASH_ENV", &env).status();
             status.unwrap().success()
         };
-        let free = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let second = format!("SST_PORT={free}\nsleep 0.1\ntimeout 4 socat -u TCP-LISTEN:{free},reuseaddr - >/dev/null &\nsleep 10\nkill $!\n");
-        assert!(
-            run("wsrep_sst_mariabackup", second.clone()),
-            "the donor slept on"
-        );
-        assert!(
-            !run("wsrep_sst_other", second),
-            "another script's sleep is its own"
-        );
+        assert!(run("wsrep_sst_mariabackup", second.clone()), "the donor slept on");
+        assert!(!run("wsrep_sst_other", second), "another script's sleep is its own");
         let first = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = first.local_addr().unwrap().port();
-        assert!(
-            !run(
-                "wsrep_sst_mariabackup",
-                format!("SST_PORT={port}\nsleep 10\n")
-            ),
-            "a listener older than the donor"
-        );
+        assert!(!run("wsrep_sst_mariabackup", format!("SST_PORT={port}\nsleep 10\n")), "a listener older than the donor");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

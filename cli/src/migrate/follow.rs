@@ -69,8 +69,7 @@ pub fn lag(m: &Migration, cluster: &Cluster) -> Result<Lag> {
     let mut replica = cluster.node(m.replica).connect()?;
     let status = slave_status(&mut replica)?;
     let applied = applied(&mut replica, m)?;
-    let source = m.source().connect()?.query_value("SELECT @@gtid_binlog_pos")?.unwrap_or_default();
-    let source = Position::parse(&source).map_err(Error::msg)?.only(&m.domains);
+    let source = binlog_position(&mut m.source().connect()?)?.only(&m.domains);
     let field = |name: &str| status.get(name).cloned().unwrap_or_default();
     Ok(Lag {
         behind: applied.behind(&source),
@@ -108,9 +107,14 @@ pub fn applied(conn: &mut Conn, m: &Migration) -> Result<Position> {
     )?;
     let text: Vec<String> = rows.iter().map(|r| r.join("-")).collect();
     let recorded = Position::parse(&text.join(",")).map_err(Error::msg)?;
-    let binlog = conn.query_value("SELECT @@gtid_binlog_pos")?.unwrap_or_default();
-    let binlog = Position::parse(&binlog).map_err(Error::msg)?;
+    let binlog = binlog_position(conn)?;
     Ok(m.copied.furthest(&recorded).furthest(&binlog).only(&m.domains))
+}
+
+/// Where a server's binary log ends (`@@gtid_binlog_pos`).
+pub(super) fn binlog_position(conn: &mut Conn) -> Result<Position> {
+    let text = conn.query_value("SELECT @@gtid_binlog_pos")?.unwrap_or_default();
+    Position::parse(&text).map_err(Error::msg)
 }
 
 /// One look at both ends, and what was done about a failed one: the

@@ -83,8 +83,7 @@ fn wait_quiet(source: &mut Conn, m: &Migration, deadline: Instant) -> Result<Pos
 }
 
 fn source_position(source: &mut Conn, m: &Migration) -> Result<Position> {
-    let text = source.query_value("SELECT @@gtid_binlog_pos")?.unwrap_or_default();
-    Ok(Position::parse(&text).map_err(Error::msg)?.only(&m.domains))
+    Ok(follow::binlog_position(source)?.only(&m.domains))
 }
 
 fn wait_applied(replica: &mut Conn, m: &Migration, position: &Position, deadline: Instant) -> Result<()> {
