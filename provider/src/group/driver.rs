@@ -1166,16 +1166,30 @@ impl Driver {
             Err(e) => return self.halt(index, &format!("configuration change: {}", e)),
         };
         self.members_moved = true;
-        match self.incarnation.raw.apply_conf_change(&cc) {
-            Ok(cs) => self.incarnation.raw.store().set_conf_state(cs),
-            // Refused alike on every member (e.g. removing the last voter).
-            Err(e) => log::info!("configuration change at index {} refused by raft: {}", index, e),
+        let membership = Membership::decode(cc.get_context());
+        // A join asked again before the first Add was applied is ordered
+        // twice. The group state ignores the second; raft-rs would make
+        // the member, a voter by then, a learner again: Raft's quorum
+        // would then leave out a member the group counts (simulator,
+        // seed 1913: voters node 1 and 2, node 3 a learner; node 2's
+        // crash then left no leader for good). Every member skips it alike.
+        let repeated = matches!(&membership, Ok(Membership::Add { member }) if self.state.member(member.id).is_some());
+        if repeated {
+            log::debug!("a repeated join at index {}: not applied to raft", index);
+        } else {
+            match self.incarnation.raw.apply_conf_change(&cc) {
+                Ok(cs) => self.incarnation.raw.store().set_conf_state(cs),
+                // Refused alike on every member (e.g. removing the last voter).
+                Err(e) => log::info!("configuration change at index {} refused by raft: {}", index, e),
+            }
         }
-        match Membership::decode(cc.get_context()) {
+        match membership {
             Ok(m) => {
                 log::debug!("applying membership {:?} at index {} (stale until {}, member now: {})", m, index, self.stale_until, self.state.member(self.me.id).is_some());
                 if let Membership::Add { member } = &m {
-                    self.incarnation.raw.store().note_added(member.id.raft_id(), index);
+                    if !repeated {
+                        self.incarnation.raw.store().note_added(member.id.raft_id(), index);
+                    }
                 }
                 if let Membership::Remove { member } = &m {
                     if *member != self.me.id {

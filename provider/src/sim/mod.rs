@@ -246,6 +246,20 @@ fn debug_group(m: &Driven) {
     eprintln!("  raft configuration: {:?}", m.raft().raft.prs().conf());
 }
 
+/// The leader's Raft configuration counts as voters exactly the members
+/// its group state calls voters: quorum, flow control and the views all
+/// go by the group state, elections and commits by Raft's.
+fn voters_agree(leader: &Driven) -> Result<(), String> {
+    let mut raft: Vec<u64> = leader.raft().raft.prs().conf().to_conf_state().voters;
+    let mut group: Vec<u64> = leader.state().members().iter().filter(|m| m.voter).map(|m| m.info.id.raft_id()).collect();
+    raft.sort_unstable();
+    group.sort_unstable();
+    match raft == group {
+        true => Ok(()),
+        false => Err(format!("the leader's Raft voters {raft:x?} are not its group's voters {group:x?}")),
+    }
+}
+
 impl Sim {
     fn new(seed: u64, trace: bool, log_sync: LogSync) -> Sim {
         let mut rng = Rng::new(seed);
@@ -748,6 +762,7 @@ impl Sim {
         };
         let top = self.members[leader].position();
         self.check.durable(&[(leader, top)])?;
+        voters_agree(&self.members[leader])?;
         if self.members[leader].state().voting() {
             return Err("a consistency vote is still open after the cluster settled".into());
         }
