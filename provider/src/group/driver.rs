@@ -1820,6 +1820,10 @@ impl super::ready::ReadyHandler for Driver {
         self.take_read_states(states)
     }
 
+    fn conf_stored(&mut self) -> &mut u64 {
+        &mut self.incarnation.conf_stored
+    }
+
     fn to_store(&mut self, entries: &mut [RaftEntry]) {
         let me = self.me.id;
         for e in entries.iter_mut().filter(|e| !e.context.is_empty()) {

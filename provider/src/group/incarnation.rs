@@ -53,6 +53,9 @@ pub(crate) struct Incarnation {
     pub(super) held_sync: Option<Vec<u8>>,
     /// This member's requests proposed again until seen committed.
     pub(super) unconfirmed: Unconfirmed,
+    /// The highest index of a configuration change stored in this Raft
+    /// node's log (see `commit_ahead`).
+    pub(super) conf_stored: u64,
 }
 
 impl Incarnation {
@@ -79,6 +82,7 @@ impl Incarnation {
             reads_ready: Vec::new(),
             held_sync: None,
             unconfirmed: Unconfirmed::default(),
+            conf_stored: 0,
         }
     }
 }

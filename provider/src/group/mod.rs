@@ -10,6 +10,7 @@
 mod answers;
 mod arbitrator_hold;
 pub(crate) mod commands;
+mod commit_ahead;
 mod commit_only;
 mod defrag;
 mod driver;

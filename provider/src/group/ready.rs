@@ -2,7 +2,7 @@
 //! implementation for the driver and the simulator, so that the simulator
 //! tests the sequence the driver runs.
 
-use raft::prelude::{Entry, Message, Snapshot};
+use raft::prelude::{Entry, EntryType, Message, Snapshot};
 use raft::{RawNode, ReadState};
 
 use super::GroupLog;
@@ -25,6 +25,9 @@ pub trait ReadyHandler {
     fn applied(&self) -> Option<u64> {
         None
     }
+    /// The highest index of a configuration change stored in this Raft
+    /// node's log (see `commit_ahead`).
+    fn conf_stored(&mut self) -> &mut u64;
 }
 
 /// Processes one `Ready`, if raft-rs has one.
@@ -42,6 +45,9 @@ pub fn hand_off(h: &mut impl ReadyHandler) {
     if !ready.entries().is_empty() {
         let mut entries = ready.entries().clone(); // payloads are shared, not copied
         h.to_store(&mut entries);
+        if let Some(e) = entries.iter().rev().find(|e| e.get_entry_type() != EntryType::EntryNormal) {
+            *h.conf_stored() = e.index;
+        }
         h.raw().store().append(&entries).expect("append to the in-memory log");
     }
     if let Some(hs) = ready.hs() {
@@ -59,5 +65,11 @@ pub fn hand_off(h: &mut impl ReadyHandler) {
     match h.applied() {
         Some(index) => h.raw().advance_apply_to(index),
         None => h.raw().advance_apply(),
+    }
+    // What this follower just stored may be committed already: then
+    // hand it off now, not at the leader's next message.
+    let conf_stored = *h.conf_stored();
+    if super::commit_ahead::commit_ahead(&mut h.raw().raft, conf_stored) {
+        hand_off(h);
     }
 }
