@@ -8,9 +8,11 @@
 //! 3. lockstep node 1 (the replica) is killed: replication moves to
 //!    lockstep node 2, and node 1, started again, does not replicate;
 //! 4. the switch with read-only sources: the lockstep cluster catches up,
-//!    and CHECKSUM TABLE of every table is equal on Galera and on every
-//!    lockstep node. The load's only errors besides certification
-//!    conflicts are the read-only step's (it ignores 1290 and goes on).
+//!    a client writes to it as soon as the switch says so, and CHECKSUM
+//!    TABLE of every table is still equal on Galera and on every lockstep
+//!    node, because the comparison reads the views of the switch moment.
+//!    The load's only errors besides certification conflicts are the
+//!    read-only step's (it ignores 1290 and goes on).
 //!
 //! `LOCKSTEP_TEST_MIGRATE_ROWS`: rows per sysbench table (10,000; two tables).
 
@@ -28,6 +30,12 @@ use std::time::{Duration, Instant};
 const IGNORED: &str = "1290,1213,1205,1020";
 
 const REPLICATION: (&str, &str) = ("repl", "repl-secret");
+
+/// A client's write on the lockstep side while the switch compares: it
+/// changes sbtest1's checksum there and not on the source.
+/// (Galera's auto-increment control spaced the ids: which come first
+/// depends on the node sysbench prepared on.)
+const AFTER_SWITCH: &str = "UPDATE sbtest.sbtest1 SET c = 'after the switch' ORDER BY id LIMIT 1";
 const APP: (&str, &str) = ("app", "app-secret");
 
 #[test]
@@ -67,9 +75,18 @@ fn a_loaded_galera_cluster_moves_to_lockstep_with_failovers_on_both_sides_and_eq
     assert!(replicating.is_empty(), "the former replica replicates again: {replicating:?}");
 
     let options = SwitchOptions { read_only: true, reverse: false, timeout: Duration::from_secs(120) };
-    let done = migrate::switch(&m, &lockstep, &options, &mut |line| eprintln!("switch: {line}")).unwrap_or_else(|e| panic!("switch: {e}"));
+    let mut say = |line: &str| {
+        eprintln!("switch: {line}");
+        if line.starts_with("the lockstep cluster takes the writes now") {
+            let changed = lockstep.node(2).connect().and_then(|mut c| c.execute(AFTER_SWITCH));
+            assert_eq!(changed.unwrap_or_else(|e| panic!("a write after the switch: {e}")), 1, "one row changed after the switch");
+        }
+    };
+    let done = migrate::switch(&m, &lockstep, &options, &mut say).unwrap_or_else(|e| panic!("switch: {e}"));
     eprintln!("switched at {} after {:.1}s, {} tables equal; clients to {:?}", done.position, done.waited.as_secs_f64(), done.tables, done.clients);
     assert!(done.tables >= 2, "the sysbench tables were compared: {done:?}");
+    let written = lockstep.node(3).sql("SET SESSION wsrep_sync_wait = 1; SELECT COUNT(*) FROM sbtest.sbtest1 WHERE c = 'after the switch'").expect("reading the write");
+    assert_eq!(written, vec![vec!["1".to_string()]], "the write after the switch is on the lockstep cluster");
     load.stop_and_check();
     eprintln!("test took {:.1}s", started.elapsed().as_secs_f64());
 }

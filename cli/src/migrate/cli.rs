@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
     about = "From a running Galera cluster to a lockstep cluster while the application writes: a mariabackup copy, GTID replication, a checked switch",
     subcommand_required = true,
     arg_required_else_help = true,
-    after_help = "A migration: `check`, then `start` (copy, lockstep cluster, replication), `follow` (lag, failover) until the switch, `switch` (writes stop, catch-up, CHECKSUM TABLE of every table, where clients go). The lockstep cluster is in DIR/cluster: `lockstep cluster status --dir DIR/cluster`."
+    after_help = "A migration: `check`, then `start` (copy, lockstep cluster, replication), `follow` (lag, failover) until the switch, `switch` (writes stop, catch-up, where clients go, then CHECKSUM TABLE of every table in read views of the switch moment). The lockstep cluster is in DIR/cluster: `lockstep cluster status --dir DIR/cluster`."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -206,6 +206,6 @@ fn switch(args: &SwitchArgs) -> Result<ExitCode> {
     let cluster = Cluster::open(Migration::cluster_dir(&args.dir))?;
     let options = SwitchOptions { read_only: args.read_only, reverse: args.reverse, timeout: Duration::from_secs(args.timeout) };
     let done = super::switch(&m, &cluster, &options, &mut |line| println!("{line}"))?;
-    println!("switched at {} after {:.1}s; point the clients at {}", done.position, done.waited.as_secs_f64(), done.clients.join(", "));
+    println!("switched at {} with the writes paused {:.1}s; clients at {}", done.position, done.waited.as_secs_f64(), done.clients.join(", "));
     Ok(ExitCode::SUCCESS)
 }

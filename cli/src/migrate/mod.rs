@@ -7,8 +7,9 @@
 //!    `lockstep cluster up` starts them, and node 1 replicates from the
 //!    Galera node by GTID after the copy's position ([`follow`]).
 //! 3. `follow`: the lag, and failover when either end fails.
-//! 4. `switch`: the writes stop, the lockstep side catches up, every
-//!    table is compared, the clients are told where to go ([`switch`]).
+//! 4. `switch`: the writes stop, the lockstep side catches up, the
+//!    clients are told where to go, and every table is compared in read
+//!    views of that moment ([`switch`]).
 //!
 //! Layout of a migration directory (`DIR`):
 //!

@@ -1,9 +1,11 @@
 //! The switch: the source's writes stop (the operator stops them, or the
 //! source is made read-only), the replica catches up to the last of them,
-//! replication stops, every table is compared on both sides, and the
-//! clients are told where to go. Optionally the Galera side then follows
-//! the lockstep side, so that the switch can be undone without losing
-//! what was written after it.
+//! replication stops, a read view is taken on the source and on every
+//! lockstep node at that moment, and the clients are told where to go.
+//! Only then is every table compared, in those views, so the writers wait
+//! for the catch-up and not for the comparison. Optionally the Galera side
+//! follows the lockstep side, so that the switch can be undone without
+//! losing what was written after it.
 
 use super::follow::{self, quote};
 use super::gtid::Position;
@@ -55,13 +57,15 @@ pub fn switch(m: &Migration, cluster: &Cluster, options: &SwitchOptions, say: &m
     replica.execute("STOP SLAVE; RESET SLAVE ALL")?;
     let waited = started.elapsed();
     say(&format!("node{} applied it and stopped replicating ({:.1}s after the switch began)", m.replica, waited.as_secs_f64()));
-    let tables = compare(&mut source, cluster)?;
-    say(&format!("{tables} tables: CHECKSUM TABLE equal on the source and every lockstep node"));
+    let mut snapshots = Snapshots::take(&mut source, m, cluster)?;
     if options.reverse {
         reverse(&mut source, m, cluster)?;
         say(&format!("{} now follows node{} (undo: point the clients back at the Galera cluster)", m.source().name(), m.replica));
     }
-    let clients = cluster.nodes().map(|n| format!("127.0.0.1:{}", n.ports().client)).collect();
+    let clients: Vec<String> = cluster.nodes().map(|n| format!("127.0.0.1:{}", n.ports().client)).collect();
+    say(&format!("the lockstep cluster takes the writes now: point the clients at {}", clients.join(", ")));
+    let tables = snapshots.compare()?;
+    say(&format!("{tables} tables: CHECKSUM TABLE equal on the source and every lockstep node at {position}"));
     Ok(Switched { position, waited, tables, clients, reversed: options.reverse })
 }
 
@@ -99,29 +103,66 @@ fn wait_applied(replica: &mut Conn, m: &Migration, position: &Position, deadline
     }
 }
 
-/// `CHECKSUM TABLE` of every application table on the source and on every
-/// lockstep node; the number of tables, or the ones that differ.
-fn compare(source: &mut Conn, cluster: &Cluster) -> Result<usize> {
-    let tables = source.query(&format!(
-        "SELECT CONCAT('`', table_schema, '`.`', table_name, '`') FROM information_schema.tables \
-         WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ({SYSTEM_SCHEMAS}) ORDER BY 1"
-    ))?;
-    let names: Vec<String> = tables.into_iter().filter_map(|mut r| r.pop()).collect();
-    let mut differ = Vec::new();
-    for table in &names {
-        let sql = format!("SET SESSION wsrep_sync_wait = 1; CHECKSUM TABLE {table}");
-        let expected = source.query(&sql)?;
+/// A read view on the source and on every lockstep node, all of the same
+/// moment: the one where the lockstep side holds everything the source
+/// wrote and no client writes to it yet. The comparison runs in these
+/// views, so the clients need not wait for it: a 9 GiB source took 158 s
+/// to compare, and the writes were stopped all along when it ran first.
+struct Snapshots {
+    names: Vec<String>,
+    /// `(server, session in its read view)`, the source first.
+    views: Vec<(String, Conn)>,
+}
+
+impl Snapshots {
+    fn take(source: &mut Conn, m: &Migration, cluster: &Cluster) -> Result<Snapshots> {
+        let tables = source.query(&format!(
+            "SELECT CONCAT('`', table_schema, '`.`', table_name, '`') FROM information_schema.tables \
+             WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ({SYSTEM_SCHEMAS}) ORDER BY 1"
+        ))?;
+        let names = tables.into_iter().filter_map(|mut r| r.pop()).collect();
+        let mut views = vec![(m.source().name(), m.source().connect()?)];
         for node in cluster.nodes() {
-            let got = node.connect()?.query(&sql)?;
-            if got != expected {
-                differ.push(format!("{table} on {}: {got:?}, source {expected:?}", node.name()));
+            views.push((node.name(), node.connect()?));
+        }
+        for (_, conn) in &mut views {
+            // wsrep_sync_wait makes START TRANSACTION wait until the node
+            // has applied all its cluster ordered before it.
+            conn.execute("SET SESSION wsrep_sync_wait = 1; SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")?;
+            conn.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")?;
+        }
+        Ok(Snapshots { names, views })
+    }
+
+    /// The number of tables, or the ones that differ. Every server
+    /// checksums at the same time.
+    fn compare(&mut self) -> Result<usize> {
+        let names = &self.names;
+        let sums: Vec<Result<Vec<Vec<Vec<String>>>>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = self.views.iter_mut().map(|(_, conn)| scope.spawn(|| checksums(conn, names))).collect();
+            threads.into_iter().map(|t| t.join().expect("a checksum thread does not panic")).collect()
+        });
+        let mut sums = sums.into_iter();
+        let expected = sums.next().expect("the source's view is the first")?;
+        let mut differ = Vec::new();
+        for ((server, _), got) in self.views.iter().skip(1).zip(sums) {
+            for ((table, want), have) in names.iter().zip(&expected).zip(got?) {
+                if &have != want {
+                    differ.push(format!("{table} on {server}: {have:?}, source {want:?}"));
+                }
             }
         }
+        match differ.is_empty() {
+            true => Ok(names.len()),
+            false => Err(Error::msg(format!("tables differ after the switch:\n  {}", differ.join("\n  ")))),
+        }
     }
-    match differ.is_empty() {
-        true => Ok(names.len()),
-        false => Err(Error::msg(format!("tables differ after the switch:\n  {}", differ.join("\n  ")))),
-    }
+}
+
+/// One server's `CHECKSUM TABLE` rows, table by table, read in the
+/// session's read view.
+fn checksums(conn: &mut Conn, tables: &[String]) -> Result<Vec<Vec<Vec<String>>>> {
+    tables.iter().map(|table| conn.query(&format!("CHECKSUM TABLE {table}"))).collect()
 }
 
 /// The followed source replicates from the replica, after everything the
