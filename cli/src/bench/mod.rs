@@ -46,6 +46,7 @@ pub mod cli;
 mod counters;
 mod drain;
 mod durability;
+mod follower_delay;
 mod freshness;
 mod plan;
 mod report;

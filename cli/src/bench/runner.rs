@@ -4,7 +4,8 @@
 //! the run goes on with the next one.
 
 use super::counters::{self, Summary};
-use super::plan::{BenchSpec, Cell};
+use super::follower_delay::{Delays, Probe};
+use super::plan::{BenchSpec, Cell, Target};
 use super::sysbench::{self, Invocation, SysbenchResult};
 use super::wan::DelayProxy;
 use crate::cluster::{Cluster, Error, Phase, Result, ServerVar, StatusVar};
@@ -291,7 +292,7 @@ fn measure(
 ) -> (CellOutcome, bool) {
     let head = format!("{} {}t {}", cell.test, cell.threads, cell.target.label());
     match measure_cell(spec, index, cluster, cell) {
-        Ok((sysbench, counters)) => {
+        Ok((sysbench, counters, delays)) => {
             say(&format!(
                 "{head}: {:.1} tps, p95 {:.2} ms, {:.1} err/s, fc paused {}, lag at end {}",
                 sysbench.tps,
@@ -304,6 +305,9 @@ fn measure(
                     .lag_at_end
                     .map_or("-".into(), |l| format!("{l:.0}"))
             ));
+            for d in &delays {
+                say(&format!("{head}: seen after node1's commit returned: {}", d.describe()));
+            }
             let outcome = CellOutcome::Measured {
                 sysbench,
                 counters: Box::new(counters),
@@ -323,7 +327,7 @@ fn measure_cell(
     index: usize,
     cluster: &Cluster,
     cell: &Cell,
-) -> Result<(SysbenchResult, Summary)> {
+) -> Result<(SysbenchResult, Summary, Vec<Delays>)> {
     let dir = spec.provider_dir(index);
     let invocation = Invocation {
         test: cell.test.clone(),
@@ -355,12 +359,18 @@ fn measure_cell(
     counters::flush(cluster);
     let before = counters::take(cluster);
     let log = dir.join(format!("{}.txt", cell.slug()));
+    // One writer node: how long the others take to show its commits.
+    let probe = match cell.target {
+        Target::Node(1) if spec.nodes > 1 => Some(Probe::start(cluster)?),
+        _ => None,
+    };
     let output = invocation.run(&log, Duration::from_secs(spec.time as u64) + SYSBENCH_GRACE);
+    let delays = probe.map(Probe::finish).transpose()?.unwrap_or_default();
     let after = counters::take(cluster);
     let result = sysbench::parse(&output?).map_err(Error::Msg)?;
     append_details(&dir.join("counters.tsv"), cell, &before, &after)?;
     let summary = counters::summarize(&before, &after, result.transactions);
-    Ok((result, summary))
+    Ok((result, summary, delays))
 }
 
 /// Appends this cell's per-node counters to DIR/<provider>/counters.tsv.
