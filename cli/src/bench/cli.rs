@@ -157,9 +157,9 @@ pub struct Cli {
     /// lan: runs of the matrix; wan and slow-node: rounds of all their settings, each figure the mean (default 1)
     #[arg(long, value_name = "N")]
     repeat: Option<u32>,
-    /// freshness: the writers' offered rate in transactions per second,
-    /// the same for every provider (sysbench --rate; default 0: as fast
-    /// as they go), to compare pauses and staleness at one load
+    /// freshness and the cells: the writers' offered rate in transactions
+    /// per second, the same for every provider (sysbench --rate; default
+    /// 0: as fast as they go), to compare pauses and staleness at one load
     #[arg(long, value_name = "TPS")]
     rate: Option<u32>,
     /// big-trx: rows of the big table (default 500000)

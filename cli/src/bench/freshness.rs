@@ -142,11 +142,7 @@ fn run_setting(spec: &BenchSpec, index: usize, cluster: &Cluster, setting: &Sett
     let phase_secs = spec.time.max(4);
     let writes_log = dir.join(format!("freshness-{}-writes.log", setting.label));
     let writer = invocation(spec, n1, "oltp_update_index", "run", WRITERS, phase_secs * 2 + 2);
-    let mut args = writer.args_with(99, 1);
-    if spec.rate > 0 {
-        // Before the command word, which sysbench wants last.
-        args.insert(args.len() - 1, format!("--rate={}", spec.rate));
-    }
+    let args = sysbench::at_rate(writer.args_with(99, 1), spec.rate);
     let mut child = sysbench::spawn(&args, &writes_log)?;
     let started = Instant::now();
     let phases = (|| {

@@ -51,9 +51,13 @@ fn header(spec: &BenchSpec, wall: Duration) -> String {
     );
     let _ = writeln!(
         out,
-        "{} s measured per cell after {} s warm-up; {} tables x {} rows; mysqld: {}; wall time {}",
+        "{} s measured per cell after {} s warm-up{}; {} tables x {} rows; mysqld: {}; wall time {}",
         spec.time,
         spec.warmup,
+        match spec.rate {
+            0 => String::new(),
+            r => format!(", the clients offering {r} tps"),
+        },
         spec.tables,
         spec.table_size,
         if spec.mysqld_options.is_empty() {

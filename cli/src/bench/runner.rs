@@ -350,7 +350,8 @@ fn measure_cell(
             ..invocation.clone()
         };
         let log = dir.join(format!("{}.warmup.txt", cell.slug()));
-        warmup.run(
+        warmup.run_args(
+            &sysbench::at_rate(warmup.args(), spec.rate),
             &log,
             Duration::from_secs(spec.warmup as u64) + SYSBENCH_GRACE,
         )?;
@@ -364,7 +365,8 @@ fn measure_cell(
         Target::Node(1) if spec.nodes > 1 => Some(Probe::start(cluster)?),
         _ => None,
     };
-    let output = invocation.run(&log, Duration::from_secs(spec.time as u64) + SYSBENCH_GRACE);
+    let args = sysbench::at_rate(invocation.args(), spec.rate);
+    let output = invocation.run_args(&args, &log, Duration::from_secs(spec.time as u64) + SYSBENCH_GRACE);
     let delays = probe.map(Probe::finish).transpose()?.unwrap_or_default();
     let after = counters::take(cluster);
     let result = sysbench::parse(&output?).map_err(Error::Msg)?;

@@ -238,6 +238,16 @@ fn fatal_summary(text: &str) -> String {
     lines[lines.len().saturating_sub(3)..].join(" / ")
 }
 
+/// `args` with the clients offering `rate` transactions a second in all
+/// (sysbench --rate); 0 leaves them as fast as they go.
+pub fn at_rate(mut args: Vec<String>, rate: u32) -> Vec<String> {
+    if rate > 0 {
+        // Before the command word, which sysbench wants last.
+        args.insert(args.len() - 1, format!("--rate={rate}"));
+    }
+    args
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -328,4 +338,12 @@ mod tests {
         .args();
         assert!(!prepare.iter().any(|a| a.starts_with("--time")));
     }
+
+    #[test]
+    fn a_rate_goes_before_the_command_word() {
+        let args = vec!["oltp_update_index".to_string(), "--threads=8".into(), "run".into()];
+        assert_eq!(at_rate(args.clone(), 0), args);
+        assert_eq!(at_rate(args, 1500), ["oltp_update_index", "--threads=8", "--rate=1500", "run"]);
+    }
 }
+
