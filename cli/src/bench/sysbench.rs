@@ -346,4 +346,3 @@ mod tests {
         assert_eq!(at_rate(args, 1500), ["oltp_update_index", "--threads=8", "--rate=1500", "run"]);
     }
 }
-

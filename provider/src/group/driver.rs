@@ -1209,6 +1209,7 @@ impl Driver {
                 self.refresh_peers();
                 let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
                 self.fc.retain_members(&ids);
+                self.liveness.retain_members(&ids);
                 self.cluster_lag.retain_members(&ids);
                 self.own_payloads.retain_members(&ids);
                 self.forget_answers_of_the_gone();

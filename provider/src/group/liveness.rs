@@ -80,8 +80,7 @@ impl Liveness {
     /// eviction timeout, with how long. Members first seen here start
     /// their clock now; members no longer listed are forgotten.
     pub fn overdue(&mut self, members: &[u64], now: Instant) -> Option<(u64, Duration)> {
-        self.heard.retain(|id, _| members.contains(id));
-        self.clocked_from.retain(|id, _| members.contains(id));
+        self.retain_members(members);
         for id in members {
             self.clocked_from.entry(*id).or_insert(now);
         }
@@ -92,6 +91,17 @@ impl Liveness {
             .map(|(id, from)| (*id, now.saturating_duration_since(silent_since(id, from))))
             .filter(|(_, silent)| *silent >= limit)
             .max_by_key(|(id, silent)| (*silent, std::cmp::Reverse(*id)))
+    }
+
+    /// Forgets the members not in `members`, as soon as the group removes
+    /// them: one that joins again (same raft id) then starts a new clock.
+    /// Left to `overdue`, a member removed and added back before the
+    /// leader looked again kept its old silence and was removed again at
+    /// once (a ring partition: the leader removed node 3 after 5.0 s, and
+    /// 0.1 s after it rejoined through node 2 removed it for "5.1 s").
+    pub fn retain_members(&mut self, members: &[u64]) {
+        self.heard.retain(|id, _| members.contains(id));
+        self.clocked_from.retain(|id, _| members.contains(id));
     }
 
     pub fn heard_within(&self, id: u64, now: Instant, window: Duration) -> bool {
@@ -140,6 +150,18 @@ mod tests {
         l.heard(2, t0);
         assert_eq!(l.overdue(&[2], t0 + ms(14_999)), None);
         assert!(l.overdue(&[2], t0 + ms(15_000)).is_some());
+    }
+
+    #[test]
+    fn a_member_removed_and_added_again_has_a_whole_timeout() {
+        let (mut l, t0) = (liveness(), Instant::now());
+        l.heard(3, t0);
+        assert_eq!(l.overdue(&[3], t0 + ms(4900)), None);
+        l.retain_members(&[]);
+        // Back 100 ms later, and silent since (the link is still down).
+        assert_eq!(l.overdue(&[3], t0 + ms(5000)), None);
+        assert_eq!(l.overdue(&[3], t0 + ms(9999)), None);
+        assert_eq!(l.overdue(&[3], t0 + ms(10_000)), Some((3, ms(5000))));
     }
 
     #[test]
