@@ -11,6 +11,7 @@
 //! both providers; readers only ask between a commit and its sighting.
 
 use crate::cluster::{Cluster, Conn, Error, Result};
+use crate::workload::Latency;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
@@ -27,26 +28,25 @@ const POLL: Duration = Duration::from_millis(1);
 const GIVE_UP: Duration = Duration::from_secs(5);
 const TABLE: &str = "lockstep_probe.commits";
 
-/// Per follower: delays in ms, and rows missed.
+/// Per follower: the delays, and rows missed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Delays {
     pub node: usize,
-    pub ms: Vec<f64>,
+    pub seen: Vec<Duration>,
     pub missed: usize,
 }
 
 impl Delays {
-    /// The `q`-quantile (0..=1) of the delays, nearest rank.
-    pub fn quantile(&self, q: f64) -> Option<f64> {
-        let mut v = self.ms.clone();
-        v.sort_by(|a, b| a.total_cmp(b));
-        let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len().max(1));
-        v.get(rank - 1).copied()
-    }
-
     pub fn describe(&self) -> String {
-        let ms = |q| self.quantile(q).map_or("-".to_string(), |v| format!("{v:.2}"));
-        format!("node{} p50 {} p99 {} ms ({} rows, {} missed)", self.node, ms(0.5), ms(0.99), self.ms.len(), self.missed)
+        let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1e3);
+        let (p50, p99) = match self.seen.is_empty() {
+            true => ("-".to_string(), "-".to_string()),
+            false => {
+                let l = Latency::of(self.seen.clone());
+                (ms(l.p50), ms(l.p99))
+            }
+        };
+        format!("node{} p50 {p50} p99 {p99} ms ({} rows, {} missed)", self.node, self.seen.len(), self.missed)
     }
 }
 
@@ -114,7 +114,7 @@ fn read(node: usize, mut conn: Conn, rows: Receiver<(u64, Instant)>) -> Delays {
             let seen = conn.query_value(&sql).ok().flatten().is_some();
             let now = Instant::now();
             if seen {
-                delays.ms.push(now.saturating_duration_since(acked).as_secs_f64() * 1e3);
+                delays.seen.push(now.saturating_duration_since(acked));
                 break;
             }
             if now.duration_since(acked) > GIVE_UP {
@@ -132,11 +132,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quantiles_by_nearest_rank() {
-        let d = Delays { node: 2, ms: (1..=100).rev().map(f64::from).collect(), missed: 0 };
-        assert_eq!(d.quantile(0.5), Some(50.0));
-        assert_eq!(d.quantile(0.99), Some(99.0));
-        assert_eq!(d.quantile(1.0), Some(100.0));
-        assert_eq!(Delays::default().quantile(0.5), None);
+    fn described_by_the_workloads_percentiles() {
+        let seen = (1..=100).rev().map(Duration::from_millis).collect();
+        let d = Delays { node: 2, seen, missed: 1 };
+        assert_eq!(d.describe(), "node2 p50 51.00 p99 99.00 ms (100 rows, 1 missed)");
+        let none = Delays { node: 3, ..Delays::default() };
+        assert_eq!(none.describe(), "node3 p50 - p99 - ms (0 rows, 0 missed)");
     }
 }
