@@ -71,9 +71,10 @@ impl Shared {
             st.bootstrapping = bootstrap;
             st.donors = donor.to_string();
             st.sst = super::sst::Sst::None;
+            st.join = None;
+            st.rejoining = false;
         }
         self.in_view.store(false, std::sync::atomic::Ordering::SeqCst);
-        self.entered_at.store(SEQNO_UNDEFINED, std::sync::atomic::Ordering::SeqCst);
         let from = if self.inconsistent.load(std::sync::atomic::Ordering::SeqCst) { crate::gtid::Gtid::UNDEFINED } else { self.last_committed() };
         *self.joined_from.lock().unwrap_or_else(|e| e.into_inner()) = from;
         self.drain_to.store(SEQNO_UNDEFINED, std::sync::atomic::Ordering::SeqCst);

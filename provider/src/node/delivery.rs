@@ -120,7 +120,7 @@ impl Delivery for NodeDelivery {
 }
 
 impl Shared {
-    fn on_event(&self, ev: GroupEvent) {
+    pub(super) fn on_event(&self, ev: GroupEvent) {
         if matches!(ev, GroupEvent::Ordered { .. } | GroupEvent::View(_) | GroupEvent::Restored { .. }) {
             self.settle_tail();
         }
@@ -159,24 +159,44 @@ impl Shared {
         self.lag.clear(); // the gap is filled by IST or SST, not from these marks
         self.fail_pending();
         self.rejoins.fetch_add(1, Ordering::SeqCst);
-        // What was ordered while this node was a member is already in its
-        // appliers' queue and will commit: the gap starts after it. (From
-        // what has committed so far, a node thawed with a full queue would
-        // be sent those seqnos again and apply them twice.)
-        let (from, held) = if self.in_view.swap(false, Ordering::SeqCst) {
+        // Set under the lock the joiner's applier checks before it ends a
+        // join (see `sst::Join`): from here that join waits for the
+        // membership this node rejoins, and goes on to it.
+        let joining = {
+            let mut st = self.status();
+            st.rejoining = true;
+            st.join.is_some()
+        };
+        let was_member = self.in_view.swap(false, Ordering::SeqCst);
+        if joining {
+            // Its appliers hold only what queued behind the join, which
+            // the join's transfer covers: nothing to drain, and the join
+            // keeps its own position.
+            log::info!("this node was removed from the group while joining: its join goes on into the membership it rejoins");
+        } else {
+            self.gap_starts_after(was_member);
+        }
+        // The group's log is replayed from its start or a snapshot: the
+        // index is rebuilt from there, as on every other member.
+        self.cert.lock().unwrap_or_else(|e| e.into_inner()).reset(SEQNO_UNDEFINED);
+        let from = *self.joined_from.lock().unwrap_or_else(|e| e.into_inner());
+        log::info!("rejoining the primary component from {} (committed up to {})", from, self.last_committed().seqno);
+    }
+
+    /// What a member rejoining from a running state asks its donor for.
+    /// What was ordered while this node was a member is already in its
+    /// appliers' queue and will commit: the gap starts after it. (From
+    /// what has committed so far, a node thawed with a full queue would
+    /// be sent those seqnos again and apply them twice.)
+    fn gap_starts_after(&self, was_member: bool) {
+        let (from, held) = if was_member {
             let ordered = self.last_ordered.load(Ordering::SeqCst);
             (Gtid::new(self.history(), ordered), ordered)
         } else {
             (self.last_committed(), SEQNO_UNDEFINED)
         };
         self.drain_to.store(held, Ordering::SeqCst);
-        self.entered_at.store(SEQNO_UNDEFINED, Ordering::SeqCst);
-        // The group's log is replayed from its start or a snapshot: the
-        // index is rebuilt from there, as on every other member.
-        self.cert.lock().unwrap_or_else(|e| e.into_inner()).reset(SEQNO_UNDEFINED);
         *self.joined_from.lock().unwrap_or_else(|e| e.into_inner()) = from;
-        self.status().rejoining = true;
-        log::info!("rejoining the primary component from {} (committed up to {})", from, self.last_committed().seqno);
     }
 
     /// The group state came from a leader's snapshot: take its
@@ -319,11 +339,16 @@ impl Shared {
             if v.my_idx < 0 && (!st.connected_sent || st.rejoining) {
                 return;
             }
+            if self.join_takes(&mut st, &v) {
+                drop(st);
+                self.status_cv.notify_all();
+                if v.primary {
+                    self.refresh_fc_limits();
+                }
+                return;
+            }
             let first = !st.connected_sent;
             let rejoined = std::mem::take(&mut st.rejoining);
-            if first || rejoined {
-                self.entered_at.store(v.seqno, Ordering::SeqCst);
-            }
             st.connected_sent = true;
             self.in_view.store(true, Ordering::SeqCst);
             st.history = v.history;
@@ -334,7 +359,11 @@ impl Shared {
                 st.state = NodeState::Connected;
                 st.member = None;
             }
-            (first, !st.bootstrapping, rejoined)
+            let joining = !st.bootstrapping;
+            if rejoined || (first && joining) {
+                st.join = Some(super::sst::Join::new(v.clone()));
+            }
+            (first, joining, rejoined)
         };
         self.status_cv.notify_all();
         if v.primary {
@@ -363,6 +392,33 @@ impl Shared {
             }
         }
         self.queue.push(Item::View(v));
+    }
+
+    /// A view while a join is in flight (see `sst::Join`), which takes it
+    /// (true) when the server must not hear it now: it is a joiner, and
+    /// hears the view it joins in once it holds the state. A non-primary
+    /// view only holds the join's end back; the primary view this node
+    /// rejoins in becomes the join's. The views of the membership it is
+    /// in are queued as always (false): the server hears them after the
+    /// join, or not at all if the transfer holds them.
+    fn join_takes(&self, st: &mut super::NodeStatus, v: &View) -> bool {
+        let Some(join) = st.join.as_mut() else { return false };
+        if v.primary && !st.rejoining {
+            return false;
+        }
+        if v.primary {
+            log::info!("this node is a member again at {} while joining: its join now enters this view", v.seqno);
+            join.reenter(v.clone());
+            st.rejoining = false;
+            self.in_view.store(true, Ordering::SeqCst);
+            st.history = v.history;
+            st.last_primary_members = v.members.len();
+        } else {
+            st.state = NodeState::Connected;
+            st.member = None;
+        }
+        st.view = Some(v.clone());
+        true
     }
 
     /// A bootstrap that starts a new history (this node had no position)

@@ -97,6 +97,8 @@ struct NodeStatus {
     /// The group went on without this node, which is joining it again:
     /// its next view is a joiner's (state transfer, no connected_cb).
     rejoining: bool,
+    /// The join in flight: the view it enters with (see `sst::Join`).
+    join: Option<sst::Join>,
     /// `wsrep_sst_donor`, as given to connect.
     donors: String,
     sst: sst::Sst,
@@ -222,9 +224,6 @@ pub struct Shared {
     /// what follows. Undefined on a fresh connection (its appliers hold
     /// nothing, and its monitors start wherever the log replay put them).
     drain_to: AtomicI64,
-    /// The seqno this connection entered the group at: later seqnos reach
-    /// it live, earlier ones belong to its state transfer.
-    entered_at: AtomicI64,
 }
 
 /// A writeset this large is big: its client's log line says when it was
@@ -301,6 +300,7 @@ impl Node {
                 closed: true,
                 bootstrapping: false,
                 rejoining: false,
+                join: None,
                 donors: String::new(),
                 sst: sst::Sst::None,
                 transfers: Default::default(),
@@ -337,7 +337,6 @@ impl Node {
             inconsistent: AtomicBool::new(false),
             rejoins: AtomicU64::new(0),
             drain_to: AtomicI64::new(SEQNO_UNDEFINED),
-            entered_at: AtomicI64::new(SEQNO_UNDEFINED),
         };
         Node { shared: Arc::new(shared) }
     }

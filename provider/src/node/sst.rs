@@ -44,41 +44,135 @@ fn is_request(req: &[u8], magic: &[u8]) -> bool {
     req.strip_suffix(&[0]).unwrap_or(req) == magic
 }
 
+/// A join in flight, from the view this node entered the group with to
+/// the Join it sends once it holds the state. The group may remove the
+/// node and add it again meanwhile (a partition that heals and cuts
+/// again, as a majorities ring does): its server is still a joiner and
+/// cannot be one twice, so the same join goes on into the newer
+/// membership, with another transfer for what the first did not cover.
+/// A second join queued behind the first would ask for a state that never
+/// comes: the group would count the node joined by the first one's Join.
+#[derive(Clone, Debug)]
+pub(super) struct Join {
+    /// The view of the membership this node is in now: the seqnos after
+    /// it reach the node live, those up to it come by the transfer.
+    view: View,
+    /// The view of the membership the donor was chosen in: its transfer
+    /// covers up to that view, not to a newer one.
+    answered: Option<View>,
+    /// Bumped each time the group adds this node again.
+    entries: u32,
+}
+
+impl Join {
+    pub(super) fn new(view: View) -> Join {
+        Join { view, answered: None, entries: 0 }
+    }
+
+    /// The group added this node again, in `view`.
+    pub(super) fn reenter(&mut self, view: View) {
+        self.view = view;
+        self.entries += 1;
+    }
+}
+
+/// One state transfer of a join: the position its data reached, what the
+/// server heard, and the view whose membership the donor served.
+struct Round {
+    at: Seqno,
+    views: IstViews,
+    view: View,
+    /// The server was running (IST alone), rather than restarted by an SST.
+    running: bool,
+}
+
+/// What follows a join's transfer.
+enum Next {
+    /// This node is a member of the view the transfer reached.
+    Done(View),
+    /// The group added it again after the donor was chosen: another
+    /// transfer, up to this view.
+    Again(View),
+    Closed,
+}
+
 impl Shared {
     /// The joiner's applier, on the view it joined in: connected_cb came
     /// first; this asks for the state and waits for it. Returns false when
     /// the transfer failed (the node cannot continue).
     pub(super) fn join_by_state_transfer(&self, ctx: RecvCtx, view: &View) -> bool {
-        let Some(req) = self.app.sst_request() else {
+        let joined = self.join(ctx, view);
+        if !joined {
+            // A join that succeeded ended its record itself, under the
+            // lock: by now it may be the next join's.
+            self.status().join = None;
+        }
+        joined
+    }
+
+    fn join(&self, ctx: RecvCtx, view: &View) -> bool {
+        let Some(mut req) = self.app.sst_request() else {
             // Galera's words; the server logged why.
             log::error!("SST request callback failed. This is unrecoverable, restart required.");
             self.abort_join()
         };
         if is_request(&req, b"trivial") || is_request(&req, b"none") {
             // No data moves: the node starts from the group's position.
+            self.status().join = None;
             return self.state_installed(ctx, Gtid::new(view.history, view.seqno), false, view).is_some_and(|(at, _)| self.join_group(at));
         }
+        let mut own = *self.joined_from.lock().unwrap_or_else(|e| e.into_inner());
+        let mut first = true;
+        loop {
+            let Some(round) = self.transfer(ctx, own, &req, first) else { return false };
+            match self.after_transfer(&round) {
+                Next::Done(view) => return self.finish_join(ctx, &view, &round, first),
+                Next::Again(view) => {
+                    log::info!("the state reached {} in the membership of {}; this node is a member again since {}: one more transfer", round.at, round.view.seqno, view.seqno);
+                    own = Gtid::new(view.history, round.at);
+                    // The server holds its data now: IST alone (a running
+                    // joiner's request is empty).
+                    req = Vec::new();
+                    first = false;
+                }
+                Next::Closed => return false,
+            }
+        }
+    }
+
+    /// Asks the group for the state after `own` and takes it in. None when
+    /// it failed (the node cannot continue) or the node closed.
+    fn transfer(&self, ctx: RecvCtx, own: Gtid, req: &[u8], first: bool) -> Option<Round> {
+        let target = {
+            let mut st = self.status();
+            let join = st.join.as_mut()?;
+            join.answered = None;
+            join.view.clone()
+        };
         self.set_sst(Sst::Requested);
-        let own = *self.joined_from.lock().unwrap_or_else(|e| e.into_inner());
         // Open until this function returns: IST, or what follows an SST,
         // arrives there.
-        let receiver = self.prepare_ist(own, view);
+        let receiver = self.prepare_ist(own, &target);
         let ist = IstRequest { position: (own.uuid, own.seqno), addr: receiver.as_ref().map_or_else(String::new, |r| r.addr().to_string()) };
         // A running server (a member rejoining after a partition) cannot
         // take an SST script's copy: its request is empty, and only IST
         // can bring it up to date (Galera alike).
-        let ist_only = is_request(&req, b"");
+        let ist_only = is_request(req, b"");
         let donors = self.status().donors.clone();
         loop {
+            let entries = self.status().join.as_ref().map_or(0, |j| j.entries);
             if let Some(g) = self.group() {
-                let _ = g.state_request(&donors, ist.clone(), &req);
+                let _ = g.state_request(&donors, ist.clone(), req);
             }
-            match self.wait_sst(ist_only) {
+            match self.wait_sst(ist_only, entries) {
                 Sst::Retry => std::thread::sleep(RETRY_AFTER),
-                Sst::Transferring(_) => return self.caught_up_running(ctx, own, view, receiver.is_some()),
-                Sst::Received(gtid) => return self.state_received(ctx, gtid, view, receiver.is_some()),
+                // A member again, in a newer membership: the request may
+                // have been lost with the old one.
+                Sst::Requested => {}
+                Sst::Transferring(_) => return self.caught_up_running(ctx, own, receiver.is_some(), first),
+                Sst::Received(gtid) => return self.state_received(ctx, gtid, receiver.is_some()),
                 // Shutting down while joining: the server stops on its own.
-                Sst::Failed(_) if self.status().closed => return false,
+                Sst::Failed(_) if self.status().closed => return None,
                 Sst::Failed(rc) => {
                     log::error!("SST failed: {} ({}): this node cannot join; restart required", rc, std::io::Error::from_raw_os_error(rc.saturating_neg()));
                     self.abort_join()
@@ -88,15 +182,22 @@ impl Shared {
         }
     }
 
-    /// A running server that caught up by IST alone hears the view it
-    /// joined in once it holds the state (its view_cb takes it from joiner
-    /// to joined, as after Galera's IST on a partition's heal).
-    fn caught_up_running(&self, ctx: RecvCtx, own: Gtid, view: &View, receiving: bool) -> bool {
+    /// The view whose membership the donor served (see `Join`).
+    fn answered_view(&self) -> Option<View> {
+        let st = self.status();
+        let join = st.join.as_ref()?;
+        Some(join.answered.clone().unwrap_or_else(|| join.view.clone()))
+    }
+
+    /// A running server that caught up by IST alone. `first`: the join's
+    /// first transfer, which waits for the appliers to commit what this
+    /// node was given before it left.
+    fn caught_up_running(&self, ctx: RecvCtx, own: Gtid, receiving: bool, first: bool) -> Option<Round> {
         // The seqnos this node was given before it left are still being
         // applied by the other appliers: the IST continues after them.
         let held = self.drain_to.load(std::sync::atomic::Ordering::SeqCst);
         let deadline = Instant::now() + DRAIN_TIMEOUT;
-        if held >= 0 && !self.apply.wait_left(held, Some(deadline)) {
+        if first && held >= 0 && !self.apply.wait_left(held, Some(deadline)) {
             // A stuck applier: installing the state anyway keeps the node
             // going (its appliers fail on their own if that is fatal).
             log::warning!(
@@ -106,24 +207,55 @@ impl Shared {
                 self.apply.last_left()
             );
         }
-        let Some((at, views)) = self.state_installed(ctx, own, receiving, view) else { return false };
-        self.hear_join_view(ctx, view, views);
-        self.join_group(at)
+        let view = self.answered_view()?;
+        let (at, views) = self.state_installed(ctx, own, receiving, &view)?;
+        Some(Round { at, views, view, running: true })
     }
 
     /// A started server that received its state (an SST, or IST alone
-    /// for a restarted node): if the IST brought it views, the last one it
-    /// heard is older than the cluster's, so it hears the view it joined
-    /// in too, as after Galera's IST (which ends with that view).
-    fn state_received(&self, ctx: RecvCtx, gtid: Gtid, view: &View, receiving: bool) -> bool {
+    /// for a restarted node).
+    fn state_received(&self, ctx: RecvCtx, gtid: Gtid, receiving: bool) -> Option<Round> {
         let gtid = self.installed_state(gtid);
-        let Some((at, views)) = self.state_installed(ctx, gtid, receiving, view) else { return false };
-        if views.heard {
-            self.hear_join_view(ctx, view, views);
-        } else if views.join_held {
+        let view = self.answered_view()?;
+        let (at, views) = self.state_installed(ctx, gtid, receiving, &view)?;
+        Some(Round { at, views, view, running: false })
+    }
+
+    /// Once a transfer is in: the join ends in the membership the donor
+    /// served, or goes on to the one this node is in now. It waits while
+    /// the node is in no primary component (its server hears no view
+    /// while a joiner), and decides under the lock the group thread takes
+    /// when it removes or adds this node, so neither is missed.
+    fn after_transfer(&self, round: &Round) -> Next {
+        let mut st = self.status();
+        loop {
+            let member = !st.rejoining && st.view.as_ref().is_some_and(|v| v.primary);
+            match st.join.as_ref().map(|j| j.view.clone()) {
+                _ if st.closed => return Next::Closed,
+                None => return Next::Closed,
+                Some(v) if member && v.seqno == round.view.seqno => {
+                    st.join = None;
+                    return Next::Done(v);
+                }
+                Some(v) if member => return Next::Again(v),
+                Some(_) => st = self.status_cv.wait_timeout(st, Duration::from_secs(1)).unwrap_or_else(|e| e.into_inner()).0,
+            }
+        }
+    }
+
+    /// The server hears the view it joins in, once it holds the state (a
+    /// running server's view_cb takes it from joiner to joined, as after
+    /// Galera's IST on a partition's heal). A server restarted by an SST
+    /// hears it if the IST brought it views (the last one it heard is
+    /// older than the cluster's, as after Galera's IST, which ends with
+    /// that view), or if the join took more than one transfer.
+    fn finish_join(&self, ctx: RecvCtx, view: &View, round: &Round, first: bool) -> bool {
+        if round.running || round.views.heard || !first {
+            self.hear_join_view(ctx, view, round.views);
+        } else if round.views.join_held {
             self.pass_monitors(view.seqno);
         }
-        self.join_group(at)
+        self.join_group(round.at)
     }
 
     /// Tells the group this node holds the state up to `at`, once the
@@ -151,8 +283,10 @@ impl Shared {
     }
 
     /// Waits until the transfer ends or must be asked for again (or, for
-    /// IST alone, until a donor was chosen).
-    fn wait_sst(&self, until_donor: bool) -> Sst {
+    /// IST alone, until a donor was chosen). `entries`: the join's count
+    /// of memberships when the request went out; Requested when the
+    /// group added this node again before a donor was chosen.
+    fn wait_sst(&self, until_donor: bool, entries: u32) -> Sst {
         let mut st = self.status();
         loop {
             match st.sst {
@@ -162,6 +296,7 @@ impl Shared {
                     return s;
                 }
                 _ if st.closed => return Sst::Failed(-libc::ECANCELED),
+                Sst::Requested if st.join.as_ref().is_some_and(|j| j.entries != entries) => return Sst::Requested,
                 _ => st = self.status_cv.wait_timeout(st, Duration::from_secs(1)).unwrap_or_else(|e| e.into_inner()).0,
             }
         }
@@ -169,10 +304,10 @@ impl Shared {
 
     /// The group's answer to a state request (on the group thread).
     pub(super) fn on_state_transfer(&self, joiner: Uuid, donor: Result<Uuid, DonorError>, request: bytes::Bytes, seqno: Seqno, ist: IstRequest) {
-        if joiner != self.my_id() && !self.in_view.load(std::sync::atomic::Ordering::SeqCst) {
-            // History a joiner replays from the group's log: another
-            // member's transfer, done long ago (Galera's joiners never see
-            // it).
+        if !self.in_view.load(std::sync::atomic::Ordering::SeqCst) {
+            // History a joiner replays from the group's log: a transfer
+            // done long ago, this node's own of an earlier membership
+            // among them (Galera's joiners never see it).
             return log::debug!("replayed state request of {} (donor {:?})", joiner, donor);
         }
         let name = |id: Uuid| self.member_name(id);
@@ -190,7 +325,13 @@ impl Shared {
             self.status().transfers.insert(d, joiner);
         }
         if joiner == self.my_id() {
-            self.set_sst(donor.map_or(Sst::Retry, Sst::Transferring));
+            let mut st = self.status();
+            if let (Ok(_), Some(join)) = (donor, st.join.as_mut()) {
+                join.answered = Some(join.view.clone());
+            }
+            st.sst = donor.map_or(Sst::Retry, Sst::Transferring);
+            drop(st);
+            self.status_cv.notify_all();
         }
         if donor == Ok(self.my_id()) {
             self.queue.push(super::applier::Item::Donate { request, seqno, joiner, ist });
@@ -275,9 +416,9 @@ impl Shared {
         // position; it no longer fails at once (see `sync_wait`).
         *self.joined_from.lock().unwrap_or_else(|e| e.into_inner()) = gtid;
         log::info!("state installed at {}; applying what was ordered since", gtid);
-        // Older than where this node entered the group: the seqnos in
-        // between come from the donor's IST.
-        let entered = self.entered_at.load(Ordering::SeqCst);
+        // Older than where this node entered the group (in the view the
+        // donor served): the seqnos in between come from the donor's IST.
+        let entered = joined_in.seqno;
         let reached = match receiving {
             true => self.receive_ist(ctx, gtid, entered, joined_in.conf_id),
             false if gtid.seqno < entered => {

@@ -10,7 +10,8 @@ use bytes::Bytes;
 use tempfile::TempDir;
 
 use super::*;
-use crate::writeset::{flags, KeyKind};
+use crate::group::GroupEvent;
+use crate::writeset::{flags, KeyKind, WriteSet};
 
 #[derive(Debug, Clone, PartialEq)]
 enum Event {
@@ -27,6 +28,10 @@ struct FakeServer {
     /// MariaDB's replayer passes commit order with the transaction's own
     /// handle, not the one apply_cb got: set to do the same.
     replay_handle: Mutex<Option<Handle>>,
+    /// Answer sst_request as a running server does (an empty request),
+    /// and count the calls.
+    running_joiner: std::sync::atomic::AtomicBool,
+    sst_requests: std::sync::atomic::AtomicUsize,
 }
 
 impl FakeServer {
@@ -54,7 +59,8 @@ impl Application for App {
         true
     }
     fn sst_request(&self) -> Option<Vec<u8>> {
-        None
+        self.0.sst_requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.running_joiner.load(std::sync::atomic::Ordering::SeqCst).then(Vec::new)
     }
     fn apply(&self, _ctx: RecvCtx, h: Handle, fl: u32, data: &[u8], meta: &Meta, _exit: &mut bool) -> bool {
         let node = self.0.node();
@@ -90,6 +96,10 @@ fn temp_dir() -> TempDir {
 }
 
 fn start(dir: TempDir, appliers: usize) -> Harness {
+    start_with(dir, appliers, Settings { gcache_size: 1 << 20, ..Settings::default() })
+}
+
+fn start_with(dir: TempDir, appliers: usize, settings: Settings) -> Harness {
     let server = Arc::new(FakeServer::default());
     let args = InitArgs {
         node_name: "node1".into(),
@@ -97,7 +107,7 @@ fn start(dir: TempDir, appliers: usize) -> Harness {
         node_incoming: "127.0.0.1:3306".into(),
         data_dir: dir.path().to_path_buf(),
         state_id: Gtid::UNDEFINED,
-        settings: Settings { gcache_size: 1 << 20, ..Settings::default() },
+        settings,
         allow: std::sync::Arc::new(|_: &str| true),
         isolation: None,
     };
@@ -116,6 +126,16 @@ fn start(dir: TempDir, appliers: usize) -> Harness {
 }
 
 impl Harness {
+    fn wait_until(&self, f: impl Fn() -> bool) {
+        for _ in 0..500 {
+            if f() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        panic!("timed out; events: {:?}", self.server.events());
+    }
+
     fn wait_for(&self, f: impl Fn(&[Event]) -> bool) {
         for _ in 0..500 {
             if f(&self.server.events()) {
@@ -530,5 +550,64 @@ fn repl_latency_counts_this_nodes_commits_as_galera_shows_it() {
     let [min, avg, max, stddev, count] = parts[..] else { panic!("five numbers: {after}") };
     assert_eq!(count, 3.0, "{after}");
     assert!(0.0 < min && min <= avg && avg <= max && max < 10.0 && stddev >= 0.0, "{after}");
+    h.stop();
+}
+
+/// A member that the group removes and adds again while its join is in
+/// flight (a majorities ring cuts it again as it rejoins): one join, which
+/// enters the newer view; the server hears the views in order, ending with
+/// that one, applies every seqno once, and is asked for state once.
+#[test]
+fn a_member_removed_and_added_again_while_joining_ends_one_join_in_the_newer_view() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("port").port();
+    let addr = format!("tcp://127.0.0.1:{}", port);
+    let settings = Settings { gcache_size: 1 << 20, ist_recv_addr: Some(addr.clone()), ..Settings::default() };
+    let h = start_with(temp_dir(), 2, settings);
+    h.server.running_joiner.store(true, std::sync::atomic::Ordering::SeqCst);
+    let n = &h.node;
+    let (history, b) = (n.history(), n.last_committed().seqno);
+    let mine = n.group().expect("connected").me().clone();
+    let other = crate::group::MemberInfo { id: Uuid::time_ordered(), name: "node2".into(), ..mine.clone() };
+    let view = |seqno: Seqno, conf_id: i64, members: Vec<crate::group::MemberInfo>| {
+        let my_idx = members.iter().position(|m| m.id == mine.id).map_or(-1, |i| i as i32);
+        View { history, seqno, conf_id, primary: conf_id >= 0, members, my_idx }
+    };
+    let alone = |seqno| view(seqno, -1, vec![mine.clone()]);
+    let writeset = |seqno: Seqno| Bytes::from(WriteSet::new(COMMIT, other.id, seqno as u64, 1, seqno - 1, vec![], Bytes::from_static(b"rows")).encode());
+    let ordered = |seqno| GroupEvent::Ordered { seqno, origin: other.id, token: 0, payload: writeset(seqno) };
+    let (v1, removed, v2) = (view(b + 3, 10, vec![other.clone(), mine.clone()]), view(b + 6, 11, vec![other.clone()]), view(b + 7, 12, vec![other.clone(), mine.clone()]));
+    let requested = || h.wait_until(|| n.status().sst == super::sst::Sst::Requested);
+
+    // Cut off, removed, and a member again in v1: the join starts.
+    for ev in [GroupEvent::View(alone(b)), GroupEvent::Rejoining, ordered(b + 1), ordered(b + 2), GroupEvent::View(v1.clone())] {
+        n.on_event(ev);
+    }
+    requested();
+    // Two seqnos of v1's membership queue behind the join; then it is cut
+    // off and removed again, and added back in v2 before a donor answered.
+    for ev in [ordered(b + 4), ordered(b + 5), GroupEvent::View(alone(b + 5)), GroupEvent::Rejoining] {
+        n.on_event(ev);
+    }
+    for ev in [ordered(b + 4), ordered(b + 5), GroupEvent::View(removed.clone()), GroupEvent::View(v2.clone())] {
+        n.on_event(ev); // the group's log, replayed
+    }
+    requested();
+    let ist = crate::group::IstRequest { position: (history, b), addr: addr.clone() };
+    n.on_event(GroupEvent::StateTransfer { joiner: mine.id, donor: Ok(other.id), request: Bytes::new(), ist, seqno: b + 7 });
+    let conf = |v: &View| crate::gcache::Cached::View { conf: Bytes::from(v.encode()) };
+    let cached = |seqno| crate::gcache::Cached::Writeset { payload: writeset(seqno), certified: true };
+    let items = vec![(b + 1, cached(b + 1)), (b + 2, cached(b + 2)), (b + 3, conf(&v1)), (b + 4, cached(b + 4)), (b + 5, cached(b + 5)), (b + 6, conf(&removed)), (b + 7, conf(&v2))];
+    let header = crate::transfer::ist::Header { history, joiner: mine.id, first: b + 1, last: b + 7 };
+    crate::transfer::channel::send(&addr, header, items, None).expect("IST sent");
+    n.on_event(ordered(b + 8));
+    h.wait_for(|e| e.iter().any(|e| matches!(e, Event::Apply { seqno, .. } if *seqno == b + 8)));
+
+    let events = h.server.events();
+    let applied: Vec<Seqno> = events.iter().filter_map(|e| if let Event::Apply { seqno, .. } = e { Some(*seqno) } else { None }).collect();
+    assert_eq!(applied, [b + 1, b + 2, b + 4, b + 5, b + 8], "{:?}", events);
+    let views: Vec<(Seqno, bool, usize)> =
+        events.iter().filter_map(|e| if let Event::View { seqno, primary, members, .. } = e { Some((*seqno, *primary, *members)) } else { None }).collect();
+    assert_eq!(views[1..], [(b, false, 1), (b + 3, true, 2), (b + 6, true, 1), (b + 7, true, 2)], "{:?}", events);
+    assert_eq!(h.server.sst_requests.load(std::sync::atomic::Ordering::SeqCst), 1);
     h.stop();
 }
