@@ -64,6 +64,9 @@ impl Shared {
         let appliers = self.receivers.load(std::sync::atomic::Ordering::Relaxed);
         let capacity = self.capacity.estimate(std::time::Instant::now(), super::capacity::parallel(appliers));
         let lag_ms = self.apply_lag().as_millis() as i64;
+        // What IST can serve from here on (-1: nothing cached yet), as
+        // operators read it before they restart a node.
+        let cached_downto = self.gcache.lock().unwrap_or_else(|e| e.into_inner()).first().unwrap_or(-1);
         let cert = self.cert.lock().unwrap_or_else(|e| e.into_inner());
         let (cs, index_size) = (cert.stats(), cert.index_size());
         drop(cert);
@@ -98,7 +101,7 @@ impl Shared {
             (V::LocalRecvQueueMax, Int(recv.max as i64)),
             (V::LocalRecvQueueMin, Int(recv.min as i64)),
             (V::LocalRecvQueueAvg, Double(recv.avg)),
-            (V::LocalCachedDownto, Int(-1)),
+            (V::LocalCachedDownto, Int(cached_downto)),
             (V::FlowControlPausedNs, Int(fc.paused_ns as i64)),
             (V::FlowControlPaused, Double(fc.paused)),
             (V::FlowControlSent, Int(fc.sent as i64)),

@@ -537,6 +537,20 @@ fn unsafe_grastate_refuses_bootstrap() {
     assert_eq!(node.connect("t", &bootstrap_address(), "", true), Status::NodeFail);
 }
 
+/// Operators read it to tell whether a node can come back by IST.
+#[test]
+fn local_cached_downto_is_the_gcaches_first_seqno() {
+    let h = start(temp_dir(), 1);
+    let StatValue::Int(first) = stat(&h.node, "local_cached_downto") else { panic!("an integer") };
+    for i in 1..=3 {
+        h.commit(i, "x", COMMIT);
+    }
+    let StatValue::Int(after) = stat(&h.node, "local_cached_downto") else { panic!("an integer") };
+    assert!(first == -1 || first == 1, "before any commit: {first}");
+    assert!((1..=2).contains(&after), "the bootstrap view or the first commit, got {after}");
+    h.stop();
+}
+
 #[test]
 fn repl_latency_counts_this_nodes_commits_as_galera_shows_it() {
     let h = start(temp_dir(), 1);
