@@ -37,6 +37,7 @@ fn with_snapshot_isolation_and_causal_reads_pauses_and_kills_show_no_anomaly_but
         assert!(!run.faults.is_empty(), "{what}: no fault was done");
         let found: Vec<&str> = run.report.counts().into_keys().filter(|k| !STRONG_SNAPSHOT_ISOLATION_ALLOWS.contains(k)).collect();
         assert!(found.is_empty(), "{what}: {}\n{}\n{}", run.report.summary(), run.faults.join("\n"), run.report.examples(&run.history, 3));
+        assert!(run.report.stopped.iter().all(|(c, _)| STRONG_SNAPSHOT_ISOLATION_ALLOWS.contains(&c.name())), "{what}: {}", run.report.summary());
         eprintln!("{what}: {} committed, {} faults, found {}", run.committed(), run.faults.len(), run.report.summary());
     }
     // Without causal reads (the default), a node that was paused does not

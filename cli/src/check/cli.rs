@@ -499,8 +499,14 @@ fn run_list_append(args: &ListAppendArgs) -> ExitCode {
             }
         }
     }
-    let clean = settings.iter().all(|s| s.failed.is_none() && s.runs.iter().all(|r| r.error.is_none() && r.report.counts().keys().all(|k| !forbidden(&args.forbid, k))));
+    let clean = settings.iter().all(|s| s.failed.is_none() && s.runs.iter().all(|r| r.error.is_none() && r.report.counts().keys().all(|k| !forbidden(&args.forbid, k)) && !cut_short(&args.forbid, &r.report)));
     args.common.finish(&list_append_table(args, &settings), clean)
+}
+
+/// Whether the search for a forbidden class stopped before it was done:
+/// then "none found" promises nothing.
+fn cut_short(forbid: &[String], report: &elle::Report) -> bool {
+    report.stopped.iter().any(|(class, _)| forbidden(forbid, class.name()))
 }
 
 fn forbidden(forbid: &[String], kind: &str) -> bool {
@@ -522,7 +528,7 @@ fn run_history(args: &HistoryArgs) -> ExitCode {
     let report = elle::check(&history);
     println!("{} transactions checked in {:.1} s: {}", history.len(), started.elapsed().as_secs_f64(), report.summary());
     print!("{}", report.examples(&history, 5));
-    match report.counts().keys().any(|k| forbidden(&args.forbid, k)) {
+    match report.counts().keys().any(|k| forbidden(&args.forbid, k)) || cut_short(&args.forbid, &report) {
         true => ExitCode::from(1),
         false => ExitCode::SUCCESS,
     }
@@ -547,10 +553,12 @@ fn list_append_setting(args: &ListAppendArgs, provider: &Provider, flush: u8, sy
     for &fault in &args.faults {
         let spec = list_append::RunSpec { fault, time: Duration::from_secs(args.common.time), gap: Duration::from_secs(args.gap), recovery_timeout: Duration::from_secs(args.common.recovery_timeout) };
         let started = std::time::Instant::now();
-        let run = list_append::run(&cluster, &spec, &config);
+        let history_file = dir.join(format!("{}.history", fault.label()));
+        let run = list_append::run_then(&cluster, &spec, &config, |history| {
+            let _ = std::fs::write(&history_file, elle::history::to_json_lines(history));
+        });
         let checked = started.elapsed();
         let _ = std::fs::write(dir.join(format!("{}.anomalies", fault.label())), format!("{}\n{}", run.faults.join("\n"), run.report.examples(&run.history, 5)));
-        let _ = std::fs::write(dir.join(format!("{}.history", fault.label())), elle::history::to_json_lines(&run.history));
         eprintln!(
             "{label} {}: {} committed of {} transactions, {} faults, found: {}; {} stale reads on struck nodes{} ({:.0} s)",
             fault.label(),

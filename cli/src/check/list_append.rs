@@ -137,6 +137,13 @@ impl Run {
 /// One run on a running cluster (its nodes on addresses of their own for
 /// the partition classes).
 pub fn run(cluster: &Cluster, spec: &RunSpec, config: &Config) -> Run {
+    run_then(cluster, spec, config, |_| {})
+}
+
+/// [`run`], handing the history to `before_check` before it is checked:
+/// a check that takes long (or is stopped) does not take the history
+/// with it.
+pub fn run_then(cluster: &Cluster, spec: &RunSpec, config: &Config, before_check: impl FnOnce(&[Txn])) -> Run {
     let first = match list_append::first_free_key(cluster) {
         Ok(k) => k,
         Err(e) => return Run { fault: spec.fault, history: Vec::new(), report: Report::default(), faults: Vec::new(), struck: Vec::new(), stale_on_struck: 0, error: Some(format!("reading the tables: {e}")) },
@@ -158,6 +165,7 @@ pub fn run(cluster: &Cluster, spec: &RunSpec, config: &Config) -> Run {
         Ok(finals) => history.extend(finals),
         Err(e) => out.error = out.error.take().or(Some(format!("final reads: {e}"))),
     }
+    before_check(&history);
     out.report = elle::check(&history);
     out.history = history;
     out.stale_on_struck = out.count_stale_on_struck();

@@ -43,6 +43,23 @@ pub type Step = (TxnId, Dep, TxnId);
 /// them) is not searched edge by edge; one example per class is enough.
 const ATTEMPTS: usize = 200;
 
+/// Search states one class may visit in one component, over all its
+/// attempts. A breadth-first search that finds no cycle of its class
+/// visits the whole component: in a component of most of a history (lost
+/// appends after a whole-cluster crash tie the history into one) 200 of
+/// them took longer than the run. About a second's work; a search cut
+/// short says so instead of passing for "none".
+const BUDGET: usize = 4_000_000;
+
+/// How a search for a class's cycle ended.
+#[derive(Debug, PartialEq)]
+pub enum Search {
+    Found(Vec<Step>),
+    None,
+    /// The budget ran out first: the class may have a cycle here.
+    Stopped,
+}
+
 pub struct Graph {
     out: Vec<Vec<(TxnId, Dep)>>,
 }
@@ -121,9 +138,12 @@ impl Graph {
         }
     }
 
-    /// Strongly connected components of more than one transaction
-    /// (Tarjan's, without recursion: a history has many thousands).
-    pub fn components(&self) -> Vec<Vec<TxnId>> {
+    /// Strongly connected components of more than one transaction over
+    /// the edges of the kinds in `deps` (Tarjan's, without recursion: a
+    /// history has many thousands). A cycle of a class lies in one
+    /// component of its own kinds' edges, and those are smaller, often
+    /// much smaller, than the components of every edge.
+    pub fn components(&self, deps: &[Dep]) -> Vec<Vec<TxnId>> {
         let n = self.out.len();
         let (mut index, mut low, mut on_stack) = (vec![usize::MAX; n], vec![0; n], vec![false; n]);
         let (mut stack, mut found, mut next) = (Vec::new(), Vec::new(), 0);
@@ -140,8 +160,11 @@ impl Graph {
                     stack.push(v);
                     on_stack[v] = true;
                 }
-                if let Some(&(w, _)) = self.out[v].get(*edge) {
+                if let Some(&(w, dep)) = self.out[v].get(*edge) {
                     *edge += 1;
+                    if !deps.contains(&dep) {
+                        continue;
+                    }
                     if index[w] == usize::MAX {
                         work.push((w, 0));
                     } else if on_stack[w] {
@@ -173,24 +196,40 @@ impl Graph {
 
     /// A cycle of `class` inside `component`, if the first ATTEMPTS of
     /// its start edges find one.
-    pub fn cycle(&self, component: &[TxnId], class: Class) -> Option<Vec<Step>> {
+    pub fn cycle(&self, component: &[TxnId], class: Class) -> Search {
+        self.cycle_within(component, class, BUDGET)
+    }
+
+    fn cycle_within(&self, component: &[TxnId], class: Class, mut budget: usize) -> Search {
         let inside: HashSet<TxnId> = component.iter().copied().collect();
         let start = class.start();
         let inside = &inside;
         let starts = component.iter().flat_map(|&a| self.out[a].iter().filter(move |(b, d)| *d == start && inside.contains(b)).map(move |&(b, d)| (a, d, b)));
-        starts.take(ATTEMPTS).find_map(|first| self.close(inside, first, class))
+        for first in starts.take(ATTEMPTS) {
+            if let Some(steps) = self.close(inside, first, class, &mut budget) {
+                return Search::Found(steps);
+            }
+            if budget == 0 {
+                return Search::Stopped;
+            }
+        }
+        Search::None
     }
 
     /// Breadth first from the start edge's head back to its tail, over
     /// states that count what the path used so far; the shortest path
     /// that satisfies `class` closes the cycle.
-    fn close(&self, inside: &HashSet<TxnId>, first: Step, class: Class) -> Option<Vec<Step>> {
+    fn close(&self, inside: &HashSet<TxnId>, first: Step, class: Class, budget: &mut usize) -> Option<Vec<Step>> {
         let (a, dep, b) = first;
         let begin = class.project(Used::first(dep));
         let mut parent: HashMap<(TxnId, Used), (TxnId, Used, Dep)> = HashMap::new();
         let mut queue = VecDeque::from([(b, begin)]);
         let mut seen = HashSet::from([(b, begin)]);
         while let Some((v, used)) = queue.pop_front() {
+            if *budget == 0 {
+                return None;
+            }
+            *budget -= 1;
             if v == a {
                 // A path that comes back to a transaction it passed is two
                 // cycles, each found on its own: only a simple one counts
@@ -278,7 +317,34 @@ mod tests {
         for (a, d, b) in [(0, Dep::RW, 1), (1, Dep::WR, 0), (1, Dep::RW, 2), (2, Dep::WR, 1)] {
             g.add(a, d, b);
         }
-        assert!(g.cycle(&[0, 1, 2], Class::GSingle).is_some());
-        assert_eq!(g.cycle(&[0, 1, 2], Class::G2Item), None);
+        assert!(matches!(g.cycle(&[0, 1, 2], Class::GSingle), Search::Found(_)));
+        assert_eq!(g.cycle(&[0, 1, 2], Class::G2Item), Search::None);
+    }
+
+    /// A G-single cycle round a ring of 100 ww edges: found with room,
+    /// said to be cut short (not absent) without.
+    #[test]
+    fn a_search_that_runs_out_of_budget_says_so() {
+        let mut g = Graph { out: vec![Vec::new(); 101] };
+        g.add(0, Dep::RW, 1);
+        for t in 1..100 {
+            g.add(t, Dep::WW, t + 1);
+        }
+        g.add(100, Dep::WW, 0);
+        let all: Vec<TxnId> = (0..=100).collect();
+        assert!(matches!(g.cycle_within(&all, Class::GSingle, 1_000), Search::Found(s) if s.len() == 101));
+        assert_eq!(g.cycle_within(&all, Class::GSingle, 50), Search::Stopped);
+    }
+
+    /// A cycle that needs a kind of edge is no component of a class
+    /// without it.
+    #[test]
+    fn components_keep_to_the_kinds_of_edge_given() {
+        let mut g = Graph { out: vec![Vec::new(); 3] };
+        for (a, d, b) in [(0, Dep::WW, 1), (1, Dep::WW, 2), (2, Dep::RT, 0)] {
+            g.add(a, d, b);
+        }
+        assert_eq!(g.components(Class::G0.deps()), Vec::<Vec<TxnId>>::new());
+        assert_eq!(g.components(Class::G0Realtime.deps()).len(), 1);
     }
 }

@@ -32,7 +32,7 @@ mod versions;
 #[cfg(test)]
 mod tests;
 
-use graph::{Dep, Graph, Step, Used};
+use graph::{Dep, Graph, Search, Step, Used};
 use history::{Key, Shown, Txn, TxnId, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -99,6 +99,18 @@ impl Class {
             Class::G0 | Class::G1c | Class::G0Realtime | Class::G1cRealtime => 0,
             Class::GSingle | Class::GSingleRealtime => 1,
             Class::GNonadjacent | Class::GNonadjacentRealtime | Class::G2Item | Class::G2ItemRealtime => 2,
+        }
+    }
+
+    /// The kinds of edge a cycle of the class may use.
+    pub fn deps(self) -> &'static [Dep] {
+        match self {
+            Class::G0 => &[Dep::WW],
+            Class::G1c => &[Dep::WW, Dep::WR],
+            Class::GSingle | Class::GNonadjacent | Class::G2Item => &[Dep::WW, Dep::WR, Dep::RW],
+            Class::G0Realtime => &[Dep::WW, Dep::RT],
+            Class::G1cRealtime => &[Dep::WW, Dep::WR, Dep::RT],
+            Class::GSingleRealtime | Class::GNonadjacentRealtime | Class::G2ItemRealtime => &[Dep::WW, Dep::WR, Dep::RW, Dep::RT],
         }
     }
 
@@ -211,6 +223,9 @@ impl Anomaly {
 #[derive(Debug, Default)]
 pub struct Report {
     pub anomalies: Vec<Anomaly>,
+    /// Classes whose search a component's size cut short, with that
+    /// size: not found there, and not shown absent either.
+    pub stopped: Vec<(Class, usize)>,
 }
 
 impl Report {
@@ -222,12 +237,18 @@ impl Report {
         counts
     }
 
-    /// The kinds found, as `G-single 3, lost-update 1`, or `none`.
+    /// The kinds found, as `G-single 3, lost-update 1`, or `none`, then
+    /// the searches cut short.
     pub fn summary(&self) -> String {
         let counts = self.counts();
-        match counts.is_empty() {
+        let found = match counts.is_empty() {
             true => "none".into(),
             false => counts.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", "),
+        };
+        let stopped: Vec<String> = self.stopped.iter().map(|(c, n)| format!("{} in {n} transactions", c.name())).collect();
+        match stopped.is_empty() {
+            true => found,
+            false => format!("{found} (search cut short: {})", stopped.join(", ")),
         }
     }
 
@@ -251,12 +272,15 @@ pub fn check(history: &[Txn]) -> Report {
     let mut anomalies = Vec::new();
     let versions = versions::infer(history, &mut anomalies);
     let graph = Graph::build(history, &versions);
-    for component in graph.components() {
-        for class in Class::ALL {
-            if let Some(steps) = graph.cycle(&component, class) {
-                anomalies.push(Anomaly::Cycle { class, steps });
+    let mut stopped = Vec::new();
+    for class in Class::ALL {
+        for component in graph.components(class.deps()) {
+            match graph.cycle(&component, class) {
+                Search::Found(steps) => anomalies.push(Anomaly::Cycle { class, steps }),
+                Search::None => {}
+                Search::Stopped => stopped.push((class, component.len())),
             }
         }
     }
-    Report { anomalies }
+    Report { anomalies, stopped }
 }
