@@ -212,22 +212,7 @@ fn kill(cluster: &Cluster, victims: &[usize], gap: Duration) -> Result<(), Strin
 /// Starts `victims` at once, none bootstrapping, each as `start` says;
 /// why each that did not come back failed.
 pub(super) fn start_together(cluster: &Cluster, victims: &[usize], start: Start) -> Vec<String> {
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = victims
-            .iter()
-            .map(|&n| {
-                scope.spawn(move || {
-                    let node = cluster.node(n);
-                    match start {
-                        Start::Systemd => node.start_member(),
-                        Start::Plain => node.start_member_plainly(),
-                    }
-                    .map_err(|e| format!("node{n} did not come back: {e}"))
-                })
-            })
-            .collect();
-        handles.into_iter().filter_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)).err()).collect()
-    })
+    cluster.start_members(victims, matches!(start, Start::Plain))
 }
 
 /// Starts every victim at once, none bootstrapping, and waits until the

@@ -55,17 +55,21 @@ enum Command {
     },
     /// Stop every node of the cluster (SIGTERM, SIGKILL after a timeout).
     Down,
-    /// Stop one node cleanly (SIGTERM): it leaves the view at once.
-    Stop(NodeArg),
+    /// Stop one node (or all) cleanly (SIGTERM): it leaves the view at once.
+    Stop(TargetArg),
     /// Start one stopped node and wait until it is Synced; a crashed one
-    /// recovers first, as Debian's mariadb.service does.
-    Start(NodeArg),
-    /// SIGKILL one node, as a crash would.
-    Kill(NodeArg),
-    /// SIGSTOP one node: a process that stands still (a VM paused, a long GC-like stall).
-    Pause(NodeArg),
-    /// SIGCONT a paused node.
-    Resume(NodeArg),
+    /// recovers first, as Debian's mariadb.service does. `all` starts
+    /// every stopped node at once, none bootstrapping: how a cluster that
+    /// went down together (killed, a power cut) forms its primary
+    /// component again.
+    Start(TargetArg),
+    /// SIGKILL one node (or all), as a crash would.
+    Kill(TargetArg),
+    /// SIGSTOP one node (or all): a process that stands still (a VM paused, a long GC-like stall).
+    Pause(TargetArg),
+    /// SIGCONT a paused node (or all), and wait until it is Synced and has
+    /// caught up with what the others committed meanwhile.
+    Resume(TargetArg),
     /// Stop one node, give it other options (a new build: --mysqld-option
     /// wsrep_provider=PATH), start it and wait until it is Synced: one step
     /// of a rolling upgrade or restart.
@@ -77,6 +81,20 @@ struct NodeArg {
     /// The node: its number (1-based), or its name (node2).
     #[arg(value_name = "NODE", value_parser = parse_node)]
     node: usize,
+}
+
+/// One node, or every node of the cluster.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Target {
+    One(usize),
+    All,
+}
+
+#[derive(Args, Debug)]
+struct TargetArg {
+    /// The node: its number (1-based), its name (node2), or `all`.
+    #[arg(value_name = "NODE", value_parser = parse_target)]
+    nodes: Target,
 }
 
 #[derive(Args, Debug)]
@@ -150,6 +168,13 @@ fn parse_provider(text: &str) -> std::result::Result<Provider, String> {
     Ok(Provider::parse(text))
 }
 
+fn parse_target(text: &str) -> std::result::Result<Target, String> {
+    match text {
+        "all" => Ok(Target::All),
+        _ => parse_node(text).map(Target::One).map_err(|e| format!("{e}, or all")),
+    }
+}
+
 fn parse_node(text: &str) -> std::result::Result<usize, String> {
     let digits = text.strip_prefix("node").unwrap_or(text);
     match digits.parse() {
@@ -175,11 +200,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Status => status(&Cluster::open(dir)?),
         Command::Sql { node, sql } => run_sql(&Cluster::open(dir)?, node, &sql),
         Command::Down => down(&Cluster::open(dir)?),
-        Command::Stop(n) => one_node(&Cluster::open(dir)?, n.node, "stopped", |node| node.stop()),
-        Command::Start(n) => one_node(&Cluster::open(dir)?, n.node, "Synced", |node| node.start()),
-        Command::Kill(n) => one_node(&Cluster::open(dir)?, n.node, "killed", |node| node.kill()),
-        Command::Pause(n) => one_node(&Cluster::open(dir)?, n.node, "paused", |node| node.freeze()),
-        Command::Resume(n) => one_node(&Cluster::open(dir)?, n.node, "resumed", |node| node.thaw()),
+        Command::Stop(t) => each_node(&Cluster::open(dir)?, t.nodes, "stopped", |node| node.stop()),
+        Command::Start(t) => start(&Cluster::open(dir)?, t.nodes),
+        Command::Kill(t) => each_node(&Cluster::open(dir)?, t.nodes, "killed", |node| node.kill()),
+        Command::Pause(t) => each_node(&Cluster::open(dir)?, t.nodes, "paused", |node| node.freeze()),
+        Command::Resume(t) => resume(&Cluster::open(dir)?, t.nodes),
         Command::Restart(r) => {
             let extra = ExtraOptions { mysqld: r.mysqld_options, provider: split_provider_options(&r.provider_options) };
             one_node(&Cluster::open(dir)?, r.node.node, "restarted and Synced", |node| {
@@ -191,9 +216,69 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
+/// Runs `act` on each target node in turn, as [`one_node`] does.
+fn each_node(cluster: &Cluster, target: Target, done: &str, act: impl Fn(super::Node) -> Result<()>) -> Result<ExitCode> {
+    for index in targets(cluster, target)? {
+        one_node(cluster, index, done, &act)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn targets(cluster: &Cluster, target: Target) -> Result<Vec<usize>> {
+    match target {
+        Target::One(index) => existing(cluster, index).map(|n| vec![n.index()]),
+        Target::All => Ok((1..=cluster.len()).collect()),
+    }
+}
+
+/// One node starts as `Node::start` does (it bootstraps when it is alone);
+/// `all` starts every stopped node together as members, since each of a
+/// cluster that went down at once waits for the others to recover.
+fn start(cluster: &Cluster, target: Target) -> Result<ExitCode> {
+    let Target::All = target else {
+        return each_node(cluster, target, "Synced", |node| node.start());
+    };
+    let started = std::time::Instant::now();
+    let running = cluster.running_nodes();
+    let stopped: Vec<usize> = (1..=cluster.len()).filter(|n| !running.contains(n)).collect();
+    if let Some(first) = cluster.start_members(&stopped, false).into_iter().next() {
+        return Err(super::Error::msg(first));
+    }
+    for n in &stopped {
+        say(&format!("node{n}: Synced ({})\n", secs(started.elapsed())));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SIGCONT to every target first (a node waiting while the others still
+/// stand still may never see a majority), then waits until each is
+/// Synced and has committed what the nodes that ran committed meanwhile:
+/// before that its answers may be errors (a node paused for long goes
+/// non-Primary, or was evicted and joins again) or stale.
+fn resume(cluster: &Cluster, target: Target) -> Result<ExitCode> {
+    let started = std::time::Instant::now();
+    let nodes = targets(cluster, target)?;
+    let committed = cluster
+        .nodes()
+        .filter(|n| !nodes.contains(&n.index()) && n.is_running() && !n.is_frozen())
+        .filter_map(|n| n.status().ok()?.int(StatusVar::LastCommitted))
+        .max();
+    for &index in &nodes {
+        cluster.node(index).thaw()?;
+    }
+    let deadline = started + cluster.spec().start_timeout;
+    let what = format!("Synced, committed up to {}", committed.unwrap_or(0));
+    for index in nodes {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        cluster.node(index).wait_until(&what, left, |s| s.is_synced() && s.int(StatusVar::LastCommitted) >= committed)?;
+        say(&format!("node{index}: resumed, Synced and caught up ({})\n", secs(started.elapsed())));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs `act` on node `index`, saying `done` when it returns; the servers
 /// keep running when this command exits.
-fn one_node(cluster: &Cluster, index: usize, done: &str, act: impl FnOnce(super::Node) -> Result<()>) -> Result<ExitCode> {
+fn one_node(cluster: &Cluster, index: usize, done: &str, act: impl Fn(super::Node) -> Result<()>) -> Result<ExitCode> {
     let started = std::time::Instant::now();
     act(existing(cluster, index)?)?;
     say(&format!("node{index}: {done} ({})\n", secs(started.elapsed())));
@@ -544,8 +629,12 @@ mod tests {
         assert_eq!((node, sql.as_str()), (2, "SELECT 1, 2"));
         let named = try_parse(&["sql", "node3", "SELECT 1", "--dir", "/x"]).unwrap();
         assert!(matches!(named.command, Command::Sql { node: 3, .. }));
-        assert!(matches!(parse_ok("pause node2").command, Command::Pause(NodeArg { node: 2 })));
-        assert!(matches!(parse_ok("kill 1").command, Command::Kill(NodeArg { node: 1 })));
+        assert!(matches!(parse_ok("pause node2").command, Command::Pause(TargetArg { nodes: Target::One(2) })));
+        assert!(matches!(parse_ok("kill 1").command, Command::Kill(TargetArg { nodes: Target::One(1) })));
+        assert!(matches!(parse_ok("kill all").command, Command::Kill(TargetArg { nodes: Target::All })));
+        assert!(matches!(parse_ok("start all").command, Command::Start(TargetArg { nodes: Target::All })));
+        let every = try_parse(&["resume", "every"]).unwrap_err().to_string();
+        assert!(every.contains("or all"), "{every}");
         let Command::Restart(restart) = parse_ok("restart 3 --mysqld-option wsrep_provider=/n.so --provider-option a=1;b=2").command else {
             panic!()
         };

@@ -229,6 +229,27 @@ impl Cluster {
             .collect()
     }
 
+    /// Starts `nodes` at once, none bootstrapping (each with its cluster
+    /// address, recovery first unless `plainly`), and waits until each is
+    /// Synced: how the nodes of a cluster that went down together start
+    /// again, since each alone would wait for the others. Why each that
+    /// did not come back failed.
+    pub fn start_members(&self, nodes: &[usize], plainly: bool) -> Vec<String> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = nodes
+                .iter()
+                .map(|&n| {
+                    scope.spawn(move || {
+                        let node = self.node(n);
+                        let started = if plainly { node.start_member_plainly() } else { node.start_member() };
+                        started.map_err(|e| format!("node{n} did not come back: {e}"))
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)).err()).collect()
+        })
+    }
+
     /// Every node's status (or why it has none).
     pub fn statuses(&self) -> Vec<(usize, Result<Status>)> {
         self.nodes().map(|n| (n.index(), n.status())).collect()
