@@ -72,4 +72,69 @@ mod tests {
         assert!(parse("lockstep start").is_err());
         assert!(parse("lockstep bench --nodes three").is_err());
     }
+
+    /// Every `lockstep` command line in the README and docs/ (in `sh`
+    /// blocks, with the shell's quoting) parses: a renamed option or
+    /// subcommand must take the documentation with it.
+    #[test]
+    fn the_documented_command_lines_parse() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut files = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
+        let docs = std::fs::read_dir(root.join("docs")).expect("docs/");
+        files.extend(docs.map(|e| e.expect("docs/ entry").path()).filter(|p| p.extension().is_some_and(|x| x == "md")));
+        let mut checked = 0;
+        for file in files.iter().filter(|f| f.exists()) {
+            let text = std::fs::read_to_string(file).expect("readable");
+            for line in documented_commands(&text) {
+                let words = shlex::split(&line).unwrap_or_else(|| panic!("{}: unbalanced quotes: {line}", file.display()));
+                Lockstep::try_parse_from(&words).unwrap_or_else(|e| panic!("{}: {line}\n{e}", file.display()));
+                checked += 1;
+            }
+        }
+        assert!(checked > 40, "only {checked} documented command lines found");
+    }
+
+    /// The `lockstep ...` lines of a Markdown text's `sh` blocks, joined
+    /// across `\` continuations, without comments, pipes and `$(...)`
+    /// (each substitution one word), starting with the word `lockstep`.
+    fn documented_commands(markdown: &str) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut in_sh = false;
+        let mut pending = String::new();
+        for raw in markdown.lines() {
+            if raw.trim_start().starts_with("```") {
+                in_sh = raw.trim() == "```sh";
+                continue;
+            }
+            if !in_sh {
+                continue;
+            }
+            pending.push_str(raw.trim_end().trim_end_matches('\\'));
+            pending.push(' ');
+            if raw.trim_end().ends_with('\\') {
+                continue;
+            }
+            let line = std::mem::take(&mut pending);
+            let line = line.split(" # ").next().unwrap_or("").split(" | ").next().unwrap_or("");
+            let line = substitutions_as_words(line.trim().trim_start_matches("time "));
+            for prefix in ["target/release/lockstep ", "$lockstep ", "lockstep "] {
+                if let Some(rest) = line.strip_prefix(prefix) {
+                    lines.push(format!("lockstep {rest}"));
+                }
+            }
+        }
+        lines
+    }
+
+    fn substitutions_as_words(line: &str) -> String {
+        let mut out = String::new();
+        let mut rest = line;
+        while let Some(start) = rest.find("$(") {
+            out.push_str(&rest[..start]);
+            let end = rest[start..].find(')').map_or(rest.len(), |e| start + e + 1);
+            out.push_str("SUBSTITUTED");
+            rest = &rest[end..];
+        }
+        out + rest
+    }
 }

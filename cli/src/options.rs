@@ -114,6 +114,22 @@ mod tests {
         }
     }
 
+    /// The differences from Galera state the registry's counts.
+    #[test]
+    fn the_differences_document_counts_the_registry() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/differences-from-galera.md");
+        let text = std::fs::read_to_string(&path).expect("docs/differences-from-galera.md");
+        let all = TABLE.len();
+        let own = TABLE.iter().filter(|s| s.name.starts_with("lockstep.")).count();
+        let effective = TABLE.iter().filter(|s| s.effective).count();
+        let stated = format!(
+            "lists {all} options: Galera 26.4.23's {}, with their defaults and syntax, and {own} `lockstep.*`. {effective} are effective. The other {}",
+            all - own,
+            all - effective
+        );
+        assert!(text.contains(&stated), "docs/differences-from-galera.md should say: {stated}");
+    }
+
     #[test]
     fn filters_split_the_registry() {
         let all = TABLE.len();

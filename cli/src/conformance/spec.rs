@@ -128,6 +128,26 @@ pub fn read_list(path: &Path) -> Result<Vec<TestSpec>, String> {
 mod tests {
     use super::*;
 
+    /// docs/conformance.md states the counts the lists in conformance/ hold.
+    #[test]
+    fn the_conformance_document_counts_the_lists() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let list = |name: &str| read_list(&root.join("conformance").join(name)).unwrap();
+        let must_pass: Vec<TestSpec> = [list("must-pass.txt"), list("must-pass-alone.txt")].concat();
+        let wsrep = must_pass.iter().filter(|t| t.suite == "wsrep").count();
+        let one_node = list("one-node-candidates.txt");
+        let rewritten = one_node.iter().filter(|t| one_node_base(&t.suite).is_some()).count();
+        let doc = std::fs::read_to_string(root.join("docs/conformance.md")).unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
+        for stated in [
+            format!("it holds {} tests: the {wsrep} of the `wsrep` suite that pass with Galera, and {} multi-node tests", must_pass.len(), must_pass.len() - wsrep),
+            format!("The {rewritten} `galera`/`galera_sr` tests rewritten for a one-server cluster"),
+            format!("the {} lines of `conformance/one-node-candidates.txt`", one_node.len()),
+            format!("The {} tests marked big", list("big-tests.txt").len()),
+        ] {
+            assert!(doc.contains(&stated), "docs/conformance.md should say: {stated}");
+        }
+    }
+
     #[test]
     fn list_comments_and_hash_in_names() {
         let text = "# header\n\nwsrep.binlog_format\ngalera.galera#505   # node_1 only\n  galera_1node.MW-258\n";
