@@ -1,8 +1,7 @@
 //! Multi-writer correctness on three nodes: clients write on every node at
 //! once, then the nodes must agree with each other and with what the
-//! clients were told (see `lockstep_cli::workload`). Run against Galera
-//! (`LOCKSTEP_TEST_MULTI_PROVIDER`, default `galera`) until lockstep forms
-//! multi-node clusters; then the same tests judge lockstep.
+//! clients were told (see `lockstep_cli::workload`). Against lockstep by
+//! default; `LOCKSTEP_TEST_MULTI_PROVIDER=galera` runs them on the referee.
 //!
 //! Environment, besides common's:
 //! - `LOCKSTEP_TEST_BANK_SECS`: length of the bank load (default 30: long

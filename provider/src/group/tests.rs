@@ -306,8 +306,6 @@ fn a_member_stop_pauses_the_others_until_cont_or_its_lease_runs_out() {
 
 #[test]
 fn a_joiner_meeting_a_compacted_log_restores_from_a_snapshot() {
-    if std::env::var("LOCKSTEP_TEST_DEBUG").is_ok() {
-        }
     let (a, _) = bootstrap(0);
     a.until("bootstrap view", view_with(1));
     // Well past a snapshot: the log no longer starts at index 1.
