@@ -206,11 +206,9 @@ impl Graph {
         let inside = &inside;
         let starts = component.iter().flat_map(|&a| self.out[a].iter().filter(move |(b, d)| *d == start && inside.contains(b)).map(move |&(b, d)| (a, d, b)));
         for first in starts.take(ATTEMPTS) {
-            if let Some(steps) = self.close(inside, first, class, &mut budget) {
-                return Search::Found(steps);
-            }
-            if budget == 0 {
-                return Search::Stopped;
+            match self.close(inside, first, class, &mut budget) {
+                Search::None => {}
+                found_or_stopped => return found_or_stopped,
             }
         }
         Search::None
@@ -219,7 +217,7 @@ impl Graph {
     /// Breadth first from the start edge's head back to its tail, over
     /// states that count what the path used so far; the shortest path
     /// that satisfies `class` closes the cycle.
-    fn close(&self, inside: &HashSet<TxnId>, first: Step, class: Class, budget: &mut usize) -> Option<Vec<Step>> {
+    fn close(&self, inside: &HashSet<TxnId>, first: Step, class: Class, budget: &mut usize) -> Search {
         let (a, dep, b) = first;
         let begin = class.project(Used::first(dep));
         let mut parent: HashMap<(TxnId, Used), (TxnId, Used, Dep)> = HashMap::new();
@@ -227,7 +225,7 @@ impl Graph {
         let mut seen = HashSet::from([(b, begin)]);
         while let Some((v, used)) = queue.pop_front() {
             if *budget == 0 {
-                return None;
+                return Search::Stopped;
             }
             *budget -= 1;
             if v == a {
@@ -236,7 +234,7 @@ impl Graph {
                 // (twice round one rw edge is no G2-item).
                 let steps = class.satisfied(used).then(|| unwind(first, &parent, (v, used), begin));
                 if let Some(steps) = steps.filter(|s| is_simple(s)) {
-                    return Some(steps);
+                    return Search::Found(steps);
                 }
                 continue;
             }
@@ -249,7 +247,7 @@ impl Graph {
                 queue.push_back((w, next));
             }
         }
-        None
+        Search::None
     }
 }
 
@@ -334,6 +332,10 @@ mod tests {
         let all: Vec<TxnId> = (0..=100).collect();
         assert!(matches!(g.cycle_within(&all, Class::GSingle, 1_000), Search::Found(s) if s.len() == 101));
         assert_eq!(g.cycle_within(&all, Class::GSingle, 50), Search::Stopped);
+        // A search that ends as its budget does is done, not cut short.
+        let mut no_cycle = Graph { out: vec![Vec::new(); 2] };
+        no_cycle.add(0, Dep::RW, 1);
+        assert_eq!(no_cycle.cycle_within(&[0, 1], Class::GSingle, 1), Search::None);
     }
 
     /// A cycle that needs a kind of edge is no component of a class
