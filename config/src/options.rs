@@ -522,6 +522,17 @@ mod tests {
         assert_eq!(Opt::from_name("GCS.FC_LIMIT"), None);
     }
 
+    /// MariaDB 11.x names each parameter the config service lists
+    /// `wsrep_provider_<name>` with `.` turned into `_`, and unloads a
+    /// provider that lists one name twice.
+    #[test]
+    fn names_stay_unique_as_server_variables() {
+        let mut seen = std::collections::HashSet::new();
+        for spec in TABLE {
+            assert!(seen.insert(spec.name.replace('.', "_")), "{} clashes as a server variable", spec.name);
+        }
+    }
+
     #[test]
     fn every_key_constant_is_named_after_its_option() {
         for (opt, konst, _) in keys::TYPES {
