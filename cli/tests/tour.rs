@@ -10,7 +10,7 @@
 mod common;
 
 use common::*;
-use lockstep_cli::cluster::Cluster;
+use lockstep_cli::cluster::{Cluster, ClusterSpec};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -63,11 +63,11 @@ impl Output {
 /// build's binary for `target/release/lockstep`, the cluster in the
 /// test's directory on its ports, and `up_extra` added to `cluster up`.
 fn run_tour(name: &str, slot: u16, block: &str, up_extra: &str) -> Output {
-    let dir = test_dir(name);
-    drop(DownOnDrop(dir.clone())); // what an interrupted run left
+    // The test's directory and ports, as every cluster test's (spec stops
+    // what an interrupted run left there).
+    let ClusterSpec { dir, base_port: port, .. } = spec(name, slot, 3);
     let _ = std::fs::remove_dir_all(&dir);
     let _down = DownOnDrop(dir.clone());
-    let port = 24100 + 100 * slot;
     let script = block
         .replace("lockstep=target/release/lockstep", &format!("lockstep={}", env!("CARGO_BIN_EXE_lockstep")))
         .replace("cluster up --nodes 3", &format!("cluster up --nodes 3 --base-port {port}{up_extra}"));
@@ -89,13 +89,19 @@ fn counts(stdout: &str) -> Vec<i64> {
     stdout.lines().filter_map(|l| l.strip_prefix('|')?.strip_suffix('|')?.trim().parse().ok()).collect()
 }
 
-/// Stops what the tour left running, also when it failed half-way.
+/// Stops what the tour left running, also when it failed half-way, and
+/// removes its directory if the test passed, as `TestCluster` does for
+/// the clusters a test starts itself (an opened cluster is not stopped
+/// when dropped).
 struct DownOnDrop(PathBuf);
 
 impl Drop for DownOnDrop {
     fn drop(&mut self) {
         if let Ok(cluster) = Cluster::open(&self.0) {
             let _ = cluster.down();
+        }
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 }
