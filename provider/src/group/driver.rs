@@ -32,7 +32,7 @@ use super::incarnation::{Incarnation, MAX_DROPPED};
 use super::log::GroupLog;
 use super::membership::Joining;
 use super::phase::Phase;
-use super::state::{GroupEvent, GroupState};
+use super::state::{GroupEvent, GroupState, Member};
 use crate::gtid::{Seqno, Uuid};
 use crate::log;
 use crate::transport::Inbound;
@@ -269,6 +269,10 @@ pub(crate) struct Driver {
     /// How busy this thread is (see `load`).
     load: super::load::Load,
     standstill: super::standstill::Standstill,
+    /// Whether this turn took every command waiting, frames among them:
+    /// only then is when each member was last heard current (see
+    /// `cut_off`). A turn after a long one may find more than a batch.
+    inbox_drained: bool,
     /// Frame kinds this build does not know, said once each in the log
     /// (at most 256): a member of a newer build sends them, and a rolling
     /// upgrade must not meet one (a newer build sends a new kind only to
@@ -355,6 +359,7 @@ impl Driver {
             next_tick: now + cfg.tick,
             load: super::load::Load::new(now),
             standstill: super::standstill::Standstill::new(now, cfg.tick),
+            inbox_drained: false,
             unknown_kinds: Default::default(),
             events: Vec::new(),
             next_read: 1,
@@ -468,8 +473,12 @@ impl Driver {
                 return false;
             }
         }
+        self.inbox_drained = false;
         for _ in 0..BATCH {
-            let Some(cmd) = self.inbox.try_recv() else { break };
+            let Some(cmd) = self.inbox.try_recv() else {
+                self.inbox_drained = true;
+                break;
+            };
             if !self.handle(cmd) {
                 return false;
             }
@@ -1355,6 +1364,9 @@ impl Driver {
             return;
         }
         let now = self.clock.now();
+        if self.cut_off(now) {
+            return;
+        }
         let leader = self.leader_seen(now);
         if self.incarnation.quorum.probe_due(now) {
             self.send_frame(self.peers.iter().copied(), &Frame::Probe);
@@ -1367,6 +1379,36 @@ impl Driver {
             Some(Change::AskRejoin) => self.ask_rejoin(),
             None => {}
         }
+    }
+
+    /// A member that serves reads and has heard from no weighted majority
+    /// for `cut_off::window` leaves the primary component now instead of
+    /// after the grace: the others may be committing without it (see
+    /// `cut_off`). Its writesets in flight fail as at the grace's end;
+    /// members kept primary by configuration or weight wait out the grace
+    /// as before (`lose_primary_or_ignore`).
+    fn cut_off(&mut self, now: Instant) -> bool {
+        let window = super::cut_off::window(self.tick);
+        let listening = self.inbox_drained && self.standstill.ran_throughout(now, window);
+        if !self.incarnation.quorum.is_primary() || !listening || !self.could_go_on_without_me() {
+            return false;
+        }
+        let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
+        self.liveness.list(&ids, now);
+        let heard = |m: &Member| m.info.id == self.me.id || self.liveness.spoke_lately(m.info.id.raft_id(), now, window);
+        if !super::cut_off::hears_a_minority(&self.state, heard) {
+            return false;
+        }
+        let side: Vec<MemberInfo> = self.state.members().iter().filter(|m| heard(m)).map(|m| m.info.clone()).collect();
+        log::info!(
+            "this node heard from no majority of the cluster for {:?} (cut off, or the others are down): it is non-Primary with {} of {} members until it hears a leader again",
+            window,
+            side.len(),
+            self.state.members().len()
+        );
+        self.incarnation.quorum.fell_behind();
+        self.non_primary_view(side);
+        true
     }
 
     /// A non-primary member asks for its primary view in the turn that
@@ -1533,7 +1575,7 @@ impl Driver {
             return;
         }
         log::info!("this node stood still for {:.1} s (paused or starved of CPU) while the group went on: it is non-Primary until it has caught up", gap.as_secs_f64());
-        self.incarnation.quorum.stood_still();
+        self.incarnation.quorum.fell_behind();
         let me: Vec<MemberInfo> = self.state.members().iter().filter(|m| m.info.id == self.me.id).map(|m| m.info.clone()).collect();
         self.deliver_non_primary(me);
     }

@@ -54,12 +54,16 @@ pub struct Liveness {
     /// here (heard or listed), or this node's last election as leader, if
     /// later.
     clocked_from: BTreeMap<u64, Instant>,
+    /// When each member of the group (raft id) was first listed here (see
+    /// `spoke_lately`): one added a moment ago has not had the time to be
+    /// heard.
+    listed: BTreeMap<u64, Instant>,
     pub timeouts: Timeouts,
 }
 
 impl Liveness {
     pub fn new(timeouts: Timeouts) -> Liveness {
-        Liveness { heard: BTreeMap::new(), clocked_from: BTreeMap::new(), timeouts }
+        Liveness { heard: BTreeMap::new(), clocked_from: BTreeMap::new(), listed: BTreeMap::new(), timeouts }
     }
 
     pub fn heard(&mut self, id: u64, now: Instant) {
@@ -104,6 +108,21 @@ impl Liveness {
         self.clocked_from.retain(|id, _| members.contains(id));
     }
 
+    /// Notes the group's members now (raft ids), for `spoke_lately`.
+    pub fn list(&mut self, members: &[u64], now: Instant) {
+        self.listed.retain(|id, _| members.contains(id));
+        for id in members {
+            self.listed.entry(*id).or_insert(now);
+        }
+    }
+
+    /// Whether member `id` was heard within `window`, or listed here (see
+    /// `list`) so lately that it had no `window` to be heard in.
+    pub fn spoke_lately(&self, id: u64, now: Instant, window: Duration) -> bool {
+        let new = self.listed.get(&id).is_none_or(|at| now.saturating_duration_since(*at) < window);
+        new || self.heard_within(id, now, window)
+    }
+
     pub fn heard_within(&self, id: u64, now: Instant, window: Duration) -> bool {
         self.heard.get(&id).is_some_and(|at| now.saturating_duration_since(*at) < window)
     }
@@ -119,6 +138,20 @@ mod tests {
 
     fn liveness() -> Liveness {
         Liveness::new(Timeouts { suspect: ms(5000), inactive: ms(15000) })
+    }
+
+    #[test]
+    fn a_member_listed_lately_counts_as_heard_until_it_had_the_time_to_speak() {
+        let (mut l, t0) = (liveness(), Instant::now());
+        l.list(&[2, 3], t0);
+        assert!(l.spoke_lately(2, t0 + ms(700), ms(750)));
+        l.heard(3, t0 + ms(500));
+        assert!(!l.spoke_lately(2, t0 + ms(750), ms(750)), "listed 750 ms ago, never heard");
+        assert!(l.spoke_lately(3, t0 + ms(1200), ms(750)));
+        assert!(!l.spoke_lately(3, t0 + ms(1250), ms(750)));
+        l.list(&[3], t0 + ms(2000));
+        l.list(&[2, 3], t0 + ms(2100));
+        assert!(l.spoke_lately(2, t0 + ms(2500), ms(750)), "listed again: a new clock");
     }
 
     #[test]

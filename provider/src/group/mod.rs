@@ -12,6 +12,7 @@ mod arbitrator_hold;
 pub(crate) mod commands;
 mod commit_ahead;
 mod commit_only;
+pub mod cut_off;
 mod defrag;
 mod driver;
 mod incarnation;

@@ -204,9 +204,10 @@ impl Quorum {
         self.phase = Phase::Primary;
     }
 
-    /// The member stood still (see `standstill`): non-primary now, and it
-    /// asks for a primary view once a leader speaks.
-    pub fn stood_still(&mut self) {
+    /// The member stood still (see `standstill`) or is cut off (see
+    /// `cut_off`): non-primary now, and it asks for a primary view once a
+    /// leader speaks.
+    pub fn fell_behind(&mut self) {
         self.phase = Phase::NonPrimary { asked: None };
     }
 
@@ -301,7 +302,7 @@ mod tests {
     fn a_rejoin_is_asked_again_of_a_new_leader_at_once() {
         let (mut q, t0) = (Quorum::default(), Instant::now());
         q.note_leader(1);
-        q.stood_still();
+        q.fell_behind();
         assert_eq!(q.observe(Seen::Me, at(t0, 10), GRACE), Some(Change::AskRejoin));
         q.note_leader(1);
         assert_eq!(q.observe(Seen::Me, at(t0, 20), GRACE), None);

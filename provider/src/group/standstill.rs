@@ -35,18 +35,39 @@ pub struct Standstill {
     /// When the last standstill was seen: the clock's watch and the gap
     /// between turns often both see one stop, a moment apart.
     last_seen: Option<Instant>,
+    /// Since when turns have followed one another without a gap of more
+    /// than `PAUSED`: what this member heard in that time is all it was
+    /// sent (see `ran_throughout`).
+    running_since: Instant,
+    tick: Duration,
 }
+
+/// A gap between turns longer than four ticks (a turn waits at most one
+/// for its commands) means the process did not run, if not for long
+/// enough to be a standstill.
+const PAUSED_TICKS: u32 = 4;
 
 impl Standstill {
     pub fn new(now: Instant, tick: Duration) -> Standstill {
-        Standstill { last_turn_end: now, bound: STOOD_STILL.max(tick * 4), last_seen: None }
+        Standstill { last_turn_end: now, bound: STOOD_STILL.max(tick * 4), last_seen: None, running_since: now, tick }
     }
 
     /// A turn begins at `now`: how long the member stood still before it,
     /// if longer than `STOOD_STILL`.
-    pub fn turn_begins(&self, now: Instant) -> Option<Duration> {
+    pub fn turn_begins(&mut self, now: Instant) -> Option<Duration> {
         let gap = now.saturating_duration_since(self.last_turn_end);
+        if gap > self.tick * PAUSED_TICKS {
+            self.running_since = now;
+        }
         (gap > self.bound).then_some(gap)
+    }
+
+    /// Whether the member has run throughout the last `window`: a silence
+    /// it heard over a shorter run may be its own pause, shorter than a
+    /// standstill, with what the others sent meanwhile still on its way to
+    /// the driver (`cut_off` must not take that for a cut).
+    pub fn ran_throughout(&self, now: Instant, window: Duration) -> bool {
+        now.saturating_duration_since(self.running_since) >= window
     }
 
     /// Whether a standstill seen at `now` (of either kind) is a new one,
@@ -81,6 +102,21 @@ mod tests {
     }
 
     #[test]
+    fn a_pause_shorter_than_a_standstill_restarts_the_run() {
+        let t0 = Instant::now();
+        let mut s = Standstill::new(t0, Duration::from_millis(50));
+        let window = Duration::from_millis(750);
+        for ms in (50..=1000).step_by(50) {
+            assert_eq!(s.turn_begins(t0 + Duration::from_millis(ms)), None);
+            s.turn_ended(t0 + Duration::from_millis(ms));
+        }
+        assert!(s.ran_throughout(t0 + Duration::from_millis(1000), window));
+        assert_eq!(s.turn_begins(t0 + Duration::from_millis(1800)), None, "0.8 s is no standstill");
+        assert!(!s.ran_throughout(t0 + Duration::from_millis(1800), window));
+        assert!(s.ran_throughout(t0 + Duration::from_millis(2550), window));
+    }
+
+    #[test]
     fn one_stop_seen_twice_counts_once() {
         let t0 = Instant::now();
         let mut s = Standstill::new(t0, Duration::from_millis(50));
@@ -92,7 +128,7 @@ mod tests {
     #[test]
     fn a_slow_tick_is_no_standstill() {
         let t0 = Instant::now();
-        let s = Standstill::new(t0, Duration::from_secs(2));
+        let mut s = Standstill::new(t0, Duration::from_secs(2));
         assert_eq!(s.turn_begins(t0 + Duration::from_secs(2)), None);
         assert!(s.turn_begins(t0 + Duration::from_secs(9)).is_some());
     }

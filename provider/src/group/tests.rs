@@ -394,6 +394,33 @@ fn a_member_cut_off_past_the_timeout_is_removed_told_so_when_it_is_back_and_join
     }
 }
 
+/// A synced member cut off from the other two goes non-primary within a
+/// second, long before the grace (2 s here) ends, since the two go on
+/// committing without it; it comes back once the network does (see
+/// `cut_off`). The two keep their primary view meanwhile.
+#[test]
+fn a_synced_member_cut_off_goes_non_primary_within_a_second() {
+    let (a, b, c) = three_voters();
+    for m in [&b, &c] {
+        m.group.member_state(Transition::Sync, 0).unwrap();
+        let me = m.group.me().id;
+        a.until("synced", |e| matches!(e, GroupEvent::MemberState { member, state: MemberState::Synced, .. } if *member == me));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let cut = Instant::now();
+    c.group.isolate(true);
+    let GroupEvent::View(v) = c.until("c's non-primary view", |e| matches!(e, GroupEvent::View(v) if !v.primary)) else { unreachable!() };
+    let took = cut.elapsed();
+    assert!(took < Duration::from_millis(1_200), "non-primary {:?} after the cut", took);
+    assert_eq!(v.members.len(), 1, "{:?}", v);
+    none_for(&[&a, &b], Duration::from_millis(300), "a and b stay primary", |e| matches!(e, GroupEvent::View(v) if !v.primary));
+    c.group.isolate(false);
+    c.until("c back in", |e| matches!(e, GroupEvent::View(v) if v.primary && v.members.len() == 3));
+    for m in [&a, &b, &c] {
+        m.group.stop();
+    }
+}
+
 /// A member that falls behind for less than the suspect timeout catches up
 /// from the leader's log, which keeps what it lacks past the snapshots in
 /// between: a snapshot would cost it a state transfer.

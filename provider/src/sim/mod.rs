@@ -360,7 +360,35 @@ impl Sim {
         }
         self.check_synced_votes()?;
         self.check_arbitrators_follow()?;
+        self.check_cut_off()?;
         self.check_one_primary()
+    }
+
+    /// A member serving reads on a side of a partition that weighs less
+    /// than half of its view is non-primary a tick after the cut-off
+    /// window (see `group::cut_off`): the other side may be committing,
+    /// and its reads would grow stale. Only where its group has another
+    /// data member, as the rule says (an arbitrator commits nothing alone).
+    fn check_cut_off(&self) -> Result<(), String> {
+        let Some(since) = self.partition_since else { return Ok(()) };
+        let bound = crate::group::cut_off::window(Duration::from_millis(TICK_MS)).as_millis() as u64 + 2 * TICK_MS;
+        if self.now < since + bound {
+            return Ok(());
+        }
+        for i in (0..self.members.len()).filter(|i| self.acting(*i)) {
+            let m = &self.members[i];
+            let with_data = m.state().members().iter().any(|x| x.info.id != m.id() && !x.info.arbitrator);
+            if !m.serves_reads() || !m.is_primary() || !with_data {
+                continue;
+            }
+            let on_my_side = |x: &crate::group::state::Member| {
+                (0..self.members.len()).any(|j| self.members[j].id() == x.info.id && self.acting(j) && self.net.connected(i, j))
+            };
+            if crate::group::cut_off::hears_a_minority(m.state(), on_my_side) {
+                return Err(format!("node{} serves reads {} ms into a partition on a side that weighs less than half", i + 1, self.now - since));
+            }
+        }
+        Ok(())
     }
 
     /// An arbitrator holds no data: it leads only when no data member
