@@ -101,6 +101,9 @@ pub(super) const REMEMBER_REMOVED: usize = 64;
 /// that arrive together are appended and sent together.
 const BATCH: usize = 256;
 
+/// How often a message dropped from one non-member sender is said.
+const NON_MEMBER_SAID_EVERY: Duration = Duration::from_secs(10);
+
 /// Snapshot every this many applied entries, keeping this many behind it
 /// for followers that lag a little.
 #[cfg(not(test))]
@@ -273,6 +276,9 @@ pub(crate) struct Driver {
     /// only then is when each member was last heard current (see
     /// `cut_off`). A turn after a long one may find more than a batch.
     inbox_drained: bool,
+    /// When a dropped message of each non-member sender was last said
+    /// (see `drop_from_non_member`).
+    non_member_said: BTreeMap<u64, Instant>,
     /// Frame kinds this build does not know, said once each in the log
     /// (at most 256): a member of a newer build sends them, and a rolling
     /// upgrade must not meet one (a newer build sends a new kind only to
@@ -360,6 +366,7 @@ impl Driver {
             load: super::load::Load::new(now),
             standstill: super::standstill::Standstill::new(now, cfg.tick),
             inbox_drained: false,
+            non_member_said: BTreeMap::new(),
             unknown_kinds: Default::default(),
             events: Vec::new(),
             next_read: 1,
@@ -713,7 +720,7 @@ impl Driver {
                 // old group's members must not pull it back into their
                 // terms.
                 if self.state.member(self.me.id).is_some() && !self.peers.contains(&from) {
-                    return log::debug!("dropping a {:?} from {:x}: not a member of this group", m.get_msg_type(), from);
+                    return self.drop_from_non_member(from, m.get_msg_type());
                 }
                 let log = &self.incarnation.raw.raft.raft_log;
                 let Some(m) = super::step::admit(m, log.last_index(), log.committed, self.vote_floor) else {
@@ -809,6 +816,30 @@ impl Driver {
         for id in to {
             self.net.send(id, kind, payload.clone());
         }
+    }
+
+    /// Said at info once per sender every `NON_MEMBER_SAID_EVERY`: a
+    /// member that drops its leader's every message as a non-member's
+    /// never catches up, and at debug level nothing showed why (a
+    /// rejoining member stranded for 29 s after a partition, issue 50).
+    fn drop_from_non_member(&mut self, from: u64, kind: MessageType) {
+        let now = self.clock.now();
+        let due = self.non_member_said.get(&from).is_none_or(|at| now.saturating_duration_since(*at) >= NON_MEMBER_SAID_EVERY);
+        if !due {
+            return;
+        }
+        // Bounded: senders that are not members are few, but not ours to count.
+        if self.non_member_said.len() >= 64 {
+            self.non_member_said.clear();
+        }
+        self.non_member_said.insert(from, now);
+        log::info!(
+            "dropping a {:?} from {:x}: not a member of this group as this node has it (applied index {}, previous incarnation's log up to {})",
+            kind,
+            from,
+            self.applying,
+            self.stale_until
+        );
     }
 
     fn on_tick(&mut self) {
