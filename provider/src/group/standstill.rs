@@ -35,8 +35,8 @@ pub struct Standstill {
     /// When the last standstill was seen: the clock's watch and the gap
     /// between turns often both see one stop, a moment apart.
     last_seen: Option<Instant>,
-    /// Since when turns have followed one another without a gap of more
-    /// than `PAUSED`: what this member heard in that time is all it was
+    /// Since when turns have followed one another without a gap of more than
+    /// `PAUSED_TICKS` ticks: what this member heard in that time is all it was
     /// sent (see `ran_throughout`).
     running_since: Instant,
     tick: Duration,
