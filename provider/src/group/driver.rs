@@ -718,8 +718,11 @@ impl Driver {
                 }
                 // A member only hears its own group: after a reform the
                 // old group's members must not pull it back into their
-                // terms.
-                if self.state.member(self.me.id).is_some() && !self.peers.contains(&from) {
+                // terms. Not while it replays its previous incarnation's
+                // log: the group there is history (its leader may have
+                // been removed then and be back since), not its own yet.
+                let replaying = self.applying <= self.stale_until;
+                if self.state.member(self.me.id).is_some() && !replaying && !self.peers.contains(&from) {
                     return self.drop_from_non_member(from, m.get_msg_type());
                 }
                 let log = &self.incarnation.raw.raft.raft_log;
