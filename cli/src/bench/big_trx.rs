@@ -252,8 +252,9 @@ fn rss_bytes(pid: u32) -> Option<u64> {
 /// of each provider's UPDATE time to the first's.
 pub fn render(spec: &BenchSpec, runs: &[(String, std::result::Result<Vec<Step>, String>)], elapsed: Duration) -> String {
     let mut out = format!(
-        "lockstep bench --scenario big-trx: {} rows, UPDATE big SET k = k + 1 on node 1 of 2 under sysbench oltp_update_index ({} threads), {:.0} min\n\n",
+        "lockstep bench --scenario big-trx: {} rows, UPDATE big SET k = k + 1 on node 1 of {} under sysbench oltp_update_index ({} threads), {:.0} min\n\n",
         spec.rows,
+        spec.nodes,
         spec.threads.first().copied().unwrap_or(8),
         elapsed.as_secs_f64() / 60.0
     );
