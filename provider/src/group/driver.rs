@@ -721,8 +721,7 @@ impl Driver {
                 // terms. Not while it replays its previous incarnation's
                 // log: the group there is history (its leader may have
                 // been removed then and be back since), not its own yet.
-                let replaying = self.applying <= self.stale_until;
-                if self.state.member(self.me.id).is_some() && !replaying && !self.peers.contains(&from) {
+                if self.is_member_now() && !self.peers.contains(&from) {
                     return self.drop_from_non_member(from, m.get_msg_type());
                 }
                 let log = &self.incarnation.raw.raft.raft_log;
@@ -1342,9 +1341,16 @@ impl Driver {
             self.departed.push((*gone, now + FORGET_AFTER));
         }
         self.peers = wanted;
-        if self.state.member(self.me.id).is_some() && self.applying > self.stale_until {
+        if self.is_member_now() {
             self.joined();
         }
+    }
+
+    /// A member in its current incarnation: not before its Add, nor while
+    /// it replays the log of its previous one (up to `stale_until`), where
+    /// the group it sees is history.
+    fn is_member_now(&self) -> bool {
+        self.state.member(self.me.id).is_some() && self.applying > self.stale_until
     }
 
     /// A read's context must be unique in the whole group: the leader

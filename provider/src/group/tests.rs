@@ -420,9 +420,7 @@ fn cut_off_and_back(m: &Member, all: [&Member; 3]) -> bool {
     }
     // As its server would, once it has the state: a voter again.
     m.group.member_state(Transition::Join, 0).unwrap();
-    m.group.member_state(Transition::Sync, 0).unwrap();
-    let me = m.group.me().id;
-    others[0].until("synced again", |e| matches!(e, GroupEvent::MemberState { member, state: MemberState::Synced, .. } if *member == me));
+    sync(others[0], m);
     !restored
 }
 
@@ -476,10 +474,15 @@ fn agreed_leader(all: [&Member; 3]) -> u64 {
 /// `members` sync (and become voters), as `watcher` sees.
 fn sync_all(watcher: &Member, members: [&Member; 2]) {
     for m in members {
-        m.group.member_state(Transition::Sync, 0).unwrap();
-        let me = m.group.me().id;
-        watcher.until("synced", |e| matches!(e, GroupEvent::MemberState { member, state: MemberState::Synced, .. } if *member == me));
+        sync(watcher, m);
     }
+}
+
+/// `m` syncs (and becomes a voter), as `watcher` sees.
+fn sync(watcher: &Member, m: &Member) {
+    m.group.member_state(Transition::Sync, 0).unwrap();
+    let me = m.group.me().id;
+    watcher.until("synced", |e| matches!(e, GroupEvent::MemberState { member, state: MemberState::Synced, .. } if *member == me));
 }
 
 /// A synced member cut off from the other two goes non-primary within a
