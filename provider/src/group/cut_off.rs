@@ -21,9 +21,22 @@
 //! A dead leader alone does not cut anyone off: the followers still hear
 //! each other's lag reports, and wait out the election as before.
 //!
+//! A member cut off from the leader alone still hears a majority when
+//! the links fail unevenly (Jepsen's majorities ring: of five nodes, two
+//! cannot hear the leader, yet each hears three), and the leader goes on
+//! committing with the others: ten reads a second stale in 22 such
+//! faults of list-append. So every follower that hears its leader says
+//! so with its lag report (`LeaderWord`), and a member that has heard
+//! nothing from a leader for the window while another member heard it
+//! just now is cut off from it: it leaves the primary component as above.
+//! A dead leader is heard by nobody, so it cuts nobody off; a word of an
+//! older term than this member's does not count (a deposed leader some
+//! member still follows).
+//!
 //! Time is an argument, so the simulator drives this.
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use super::state::{GroupState, Member};
 use super::weights::{self, Standing};
@@ -48,6 +61,52 @@ pub fn hears_a_minority(state: &GroupState, heard: impl Fn(&Member) -> bool) -> 
     weights::side_standing(state, heard) == Standing::Minority
 }
 
+/// A follower's word on its leader, sent with each lag report
+/// (`Frame::Leader`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaderWord {
+    /// The leader's raft id.
+    pub leader: u64,
+    pub term: u64,
+    /// How long the sender had not heard the leader when it sent this.
+    pub silent_ms: u32,
+}
+
+/// How lately another member must have heard the leader, counted from
+/// now (its silence when it spoke, plus the word's time here), for this
+/// member's silence of a `window` to mean a cut link and not a dead
+/// leader: two thirds of the window, a heartbeat (two ticks) and a lag
+/// report's period (250 ms) with a margin for a loaded machine.
+pub fn heard_elsewhere_within(window: Duration) -> Duration {
+    window * 2 / 3
+}
+
+/// The latest word from each member; bounded by the group's size
+/// (`retain_members` at every configuration change).
+#[derive(Debug, Default)]
+pub struct LeaderWords {
+    words: BTreeMap<u64, (LeaderWord, Instant)>,
+}
+
+impl LeaderWords {
+    pub fn on_word(&mut self, from: u64, word: LeaderWord, now: Instant) {
+        self.words.insert(from, (word, now));
+    }
+
+    pub fn retain_members(&mut self, members: &[u64]) {
+        self.words.retain(|id, _| members.contains(id));
+    }
+
+    /// A leader of term `term` or later that some member (the first of
+    /// the pair) heard within `heard_elsewhere_within(window)` and that
+    /// this member has not heard from (`silent`) for the window.
+    pub fn heard_elsewhere(&self, now: Instant, term: u64, window: Duration, silent: impl Fn(u64) -> bool) -> Option<(u64, u64)> {
+        let lately = heard_elsewhere_within(window);
+        let heard_lately = |w: &LeaderWord, at: &Instant| now.saturating_duration_since(*at) + Duration::from_millis(w.silent_ms as u64) <= lately;
+        self.words.iter().find(|(_, (w, at))| w.term >= term && heard_lately(w, at) && silent(w.leader)).map(|(from, (w, _))| (*from, w.leader))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +124,29 @@ mod tests {
         let worst = window(Duration::from_millis(50)) + Duration::from_millis(50);
         assert!(worst < super::super::standstill::STOOD_STILL, "{:?}", worst);
         assert!(CUT_OFF >= 3 * super::super::cluster_lag::REPORT_EVERY);
+    }
+
+    #[test]
+    fn a_leader_another_member_hears_now_cuts_off_one_that_does_not() {
+        let t0 = Instant::now();
+        let window = CUT_OFF;
+        let mut words = LeaderWords::default();
+        let word = LeaderWord { leader: 1, term: 4, silent_ms: 80 };
+        words.on_word(2, word, t0);
+        let silent_from_1 = |id| id == 1;
+        assert_eq!(words.heard_elsewhere(t0, 4, window, silent_from_1), Some((2, 1)));
+        assert_eq!(words.heard_elsewhere(t0, 4, window, |_| false), None, "this member hears the leader too");
+        assert_eq!(words.heard_elsewhere(t0, 5, window, silent_from_1), None, "a leader of an older term");
+        let later = t0 + heard_elsewhere_within(window);
+        assert_eq!(words.heard_elsewhere(later, 4, window, silent_from_1), None, "nobody has heard the leader lately: dead, not cut off");
+        words.retain_members(&[1, 3]);
+        assert_eq!(words.heard_elsewhere(t0, 4, window, silent_from_1), None, "the member that heard it left");
+    }
+
+    #[test]
+    fn a_word_is_fresh_for_a_heartbeat_and_a_report_period() {
+        let heartbeat = Duration::from_millis(100);
+        assert!(heard_elsewhere_within(CUT_OFF) >= heartbeat + super::super::cluster_lag::REPORT_EVERY + Duration::from_millis(100));
+        assert!(heard_elsewhere_within(CUT_OFF) < CUT_OFF);
     }
 }

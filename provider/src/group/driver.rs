@@ -27,6 +27,7 @@ use super::quorum::{Change, Policy, Quorum, Seen};
 use super::recovery::{Previous, Recovery};
 use super::relay::Out;
 use super::io::{Clock, Links};
+use crate::transport::handshake::{FEATURE_LEADER_WORDS, FEATURE_OWN_PAYLOADS};
 use super::FlowGate;
 use super::incarnation::{Incarnation, MAX_DROPPED};
 use super::log::GroupLog;
@@ -213,6 +214,8 @@ pub(crate) struct Driver {
     snapshots: super::snapshot_watch::SnapshotWatch,
     fc: FlowControl,
     cluster_lag: super::cluster_lag::ClusterLag,
+    /// The other members' latest words on their leader (see `cut_off`).
+    leader_words: super::cut_off::LeaderWords,
     arbitrator_hold: super::arbitrator_hold::ArbitratorHold,
     answers: super::answers::Answers,
     round_trips: super::round_trips::RoundTrips,
@@ -381,6 +384,7 @@ impl Driver {
             snapshots: Default::default(),
             fc: FlowControl::default(),
             cluster_lag: Default::default(),
+            leader_words: Default::default(),
             arbitrator_hold: Default::default(),
             answers: Default::default(),
             round_trips: Default::default(),
@@ -767,6 +771,11 @@ impl Driver {
                     self.cluster_lag.on_report(from, ms, self.clock.now());
                 }
             }
+            Frame::Leader(word) => {
+                if self.state.member_by_raft_id(from).is_some() {
+                    self.leader_words.on_word(from, word, self.clock.now());
+                }
+            }
             Frame::Hold(index) => {
                 if self.me.arbitrator && self.state.member_by_raft_id(from).is_some() {
                     self.arbitrator_hold.on_word(index);
@@ -913,8 +922,25 @@ impl Driver {
             self.cluster_lag.on_report(me, ms, now);
             let others = self.state.members().iter().filter(|m| m.info.id != self.me.id).map(|m| m.info.id.raft_id());
             self.send_frame(others, &Frame::Lag(ms));
+            self.report_leader(now);
         }
         self.flow.publish_lag(self.cluster_lag.worst(now));
+    }
+
+    /// A follower that hears its leader says so to the other followers
+    /// that read it (see `cut_off`); one that does not hear it says
+    /// nothing.
+    fn report_leader(&self, now: Instant) {
+        let raft = &self.incarnation.raw.raft;
+        let Some((leader, at)) = self.leader_contact.filter(|(l, _)| *l == raft.leader_id && *l != self.me.id.raft_id()) else { return };
+        let silent = now.saturating_duration_since(at);
+        if silent >= super::cut_off::window(self.tick) {
+            return;
+        }
+        let word = super::cut_off::LeaderWord { leader, term: raft.term, silent_ms: silent.as_millis().min(u32::MAX as u128) as u32 };
+        let me = self.me.id.raft_id();
+        let others = self.state.members().iter().map(|m| m.info.id.raft_id()).filter(|id| *id != leader && *id != me && self.net.has_feature(*id, FEATURE_LEADER_WORDS));
+        self.send_frame(others, &Frame::Leader(word));
     }
 
     fn broadcast_flow(&self, signal: Signal) {
@@ -983,7 +1009,7 @@ impl Driver {
                 Out::Direct(mut m) => {
                     let to = m.to;
                     let net = &self.net;
-                    let left_out = self.own_payloads.leave_out(&mut m, || net.fills_own_payloads(to));
+                    let left_out = self.own_payloads.leave_out(&mut m, || net.has_feature(to, FEATURE_OWN_PAYLOADS));
                     let frame = if left_out.is_empty() { Frame::Raft(m) } else { Frame::Own(m, left_out) };
                     self.send_frame([to], &frame)
                 }
@@ -1253,6 +1279,7 @@ impl Driver {
                 self.fc.retain_members(&ids);
                 self.liveness.retain_members(&ids);
                 self.cluster_lag.retain_members(&ids);
+                self.leader_words.retain_members(&ids);
                 self.own_payloads.retain_members(&ids);
                 self.forget_answers_of_the_gone();
                 self.publish_flow();
@@ -1436,19 +1463,33 @@ impl Driver {
         let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
         self.liveness.list(&ids, now);
         let heard = |m: &Member| m.info.id == self.me.id || self.liveness.spoke_lately(m.info.id.raft_id(), now, window);
-        if !super::cut_off::hears_a_minority(&self.state, heard) {
+        let why = if super::cut_off::hears_a_minority(&self.state, heard) {
+            format!("heard from no majority of the cluster for {:?} (cut off, or the others are down)", window)
+        } else if let Some((reporter, leader)) = self.leader_heard_elsewhere(now, window) {
+            format!("heard nothing from leader {:x} for {:?} while member {:x} hears it (the links to the leader are cut)", leader, window, reporter)
+        } else {
             return false;
-        }
+        };
         let side: Vec<MemberInfo> = self.state.members().iter().filter(|m| heard(m)).map(|m| m.info.clone()).collect();
-        log::info!(
-            "this node heard from no majority of the cluster for {:?} (cut off, or the others are down): it is non-Primary with {} of {} members until it hears a leader again",
-            window,
-            side.len(),
-            self.state.members().len()
-        );
+        log::info!("this node {}: it is non-Primary with {} of {} members until it hears a leader again", why, side.len(), self.state.members().len());
         self.incarnation.quorum.fell_behind();
         self.non_primary_view(side);
         true
+    }
+
+    /// A leader another member hears now and this follower has not heard
+    /// for `window`: (that member, the leader). See `cut_off`.
+    fn leader_heard_elsewhere(&self, now: Instant, window: Duration) -> Option<(u64, u64)> {
+        let raft = &self.incarnation.raw.raft;
+        let me = self.me.id.raft_id();
+        if raft.state == StateRole::Leader {
+            return None;
+        }
+        // Appends relayed by a member of this segment (see `relay`) are the
+        // leader heard too, though its own frames are not.
+        let led_lately = |id: u64| self.leader_contact.is_some_and(|(l, at)| l == id && now.saturating_duration_since(at) < window);
+        let silent = |id: u64| id != me && self.state.member_by_raft_id(id).is_some() && !self.liveness.spoke_lately(id, now, window) && !led_lately(id);
+        self.leader_words.heard_elsewhere(now, raft.term, window, silent)
     }
 
     /// A non-primary member asks for its primary view in the turn that

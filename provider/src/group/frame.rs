@@ -11,6 +11,7 @@ use bytes::Bytes;
 use protobuf::Message as _;
 use raft::prelude::Message;
 
+use super::cut_off::LeaderWord;
 use super::entry::{decode_member, encode_member, MemberInfo};
 use super::flow_control::Signal;
 use super::state::Component;
@@ -41,6 +42,9 @@ const KIND_HOLD: u8 = 12;
 /// position u32 and payload length u64, then the protobuf. Sent only to
 /// a member whose handshake had `FEATURE_OWN_PAYLOADS`.
 const KIND_OWN: u8 = 13;
+/// A follower's word on its leader (see `cut_off`): leader u64, term
+/// u64, silence in ms u32. Builds before it log the kind once and go on.
+const KIND_LEADER: u8 = 14;
 
 #[derive(Debug, PartialEq)]
 pub(crate) enum Frame {
@@ -72,6 +76,8 @@ pub(crate) enum Frame {
     /// receiver's own writesets, sent without their payloads of these
     /// lengths (see `own_payloads`).
     Own(Message, Vec<LeftOut>),
+    /// The leader this follower hears, and how lately (see `cut_off`).
+    Leader(LeaderWord),
 }
 
 /// An entry of a `Frame::Own` sent without its payload.
@@ -150,6 +156,12 @@ impl Frame {
                 encode_own(m, left_out, &mut out)?;
                 KIND_OWN
             }
+            Frame::Leader(w) => {
+                out.extend_from_slice(&w.leader.to_le_bytes());
+                out.extend_from_slice(&w.term.to_le_bytes());
+                out.extend_from_slice(&w.silent_ms.to_le_bytes());
+                KIND_LEADER
+            }
             Frame::Commit(n) => {
                 out.extend_from_slice(&n.term.to_le_bytes());
                 out.extend_from_slice(&n.index.to_le_bytes());
@@ -183,6 +195,7 @@ impl Frame {
             KIND_RELAY => decode_relay(&mut r)?,
             KIND_HOLD => Frame::Hold(r.u64().map_err(|e| FrameError::Malformed("arbitrator's log hold", e))?),
             KIND_OWN => return decode_own(&mut r),
+            KIND_LEADER => decode_leader(&mut r).map_err(|e| FrameError::Malformed("word on the leader", e))?,
             k => return Err(FrameError::Kind(k)),
         };
         r.end().map_err(|e| FrameError::Malformed("group frame", e))?;
@@ -301,6 +314,10 @@ fn decode_commit(r: &mut Reader<'_>) -> Result<Frame, WireError> {
     Ok(Frame::Commit(CommitNotice { term, index, primary, component }))
 }
 
+fn decode_leader(r: &mut Reader) -> Result<Frame, WireError> {
+    Ok(Frame::Leader(LeaderWord { leader: r.u64()?, term: r.u64()?, silent_ms: r.u32()? }))
+}
+
 /// One of each frame, for the tests and the decoders' fuzzing.
 #[cfg(test)]
 pub(crate) fn every_frame() -> Vec<Frame> {
@@ -325,6 +342,7 @@ pub(crate) fn every_frame() -> Vec<Frame> {
         Frame::Relay(vec![m.clone(), Message { to: 3, term: 7, ..Default::default() }]),
         Frame::Hold(81267),
         Frame::Own(own_append(), vec![LeftOut { position: 0, len: 300 }, LeftOut { position: 2, len: 1 << 20 }]),
+        Frame::Leader(LeaderWord { leader: 0x51, term: 9, silent_ms: 120 }),
     ]
 }
 
@@ -365,6 +383,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Frame::decode(14, &[]), Err(FrameError::Kind(14)));
+        assert_eq!(Frame::decode(15, &[]), Err(FrameError::Kind(15)));
     }
 }

@@ -41,9 +41,9 @@ pub trait Links: Send + Sync {
     fn segment(&self, _id: PeerId) -> Option<u8> {
         None
     }
-    /// Whether a linked member takes appends without the payloads of
-    /// its own entries (see `own_payloads`); false: a build that cannot.
-    fn fills_own_payloads(&self, _id: PeerId) -> bool {
+    /// Whether a linked member announced `feature`
+    /// (`transport::handshake::FEATURES`): false for a build without it.
+    fn has_feature(&self, _id: PeerId, _feature: u8) -> bool {
         false
     }
     fn stop(&self);
@@ -77,8 +77,8 @@ impl Links for Transport {
     fn segment(&self, id: PeerId) -> Option<u8> {
         Transport::segment(self, id)
     }
-    fn fills_own_payloads(&self, id: PeerId) -> bool {
-        Transport::fills_own_payloads(self, id)
+    fn has_feature(&self, id: PeerId, feature: u8) -> bool {
+        Transport::has_feature(self, id, feature)
     }
     fn stop(&self) {
         Transport::stop(self)

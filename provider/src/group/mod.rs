@@ -19,7 +19,7 @@ mod incarnation;
 pub mod entry;
 pub mod io;
 pub mod flow_control;
-mod cluster_lag;
+pub mod cluster_lag;
 pub(crate) mod frame;
 pub mod liveness;
 mod load;

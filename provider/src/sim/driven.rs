@@ -71,10 +71,10 @@ impl Links for SimLinks {
     fn segment(&self, id: PeerId) -> Option<u8> {
         self.segmented.then(|| (index_of(id) % 2) as u8)
     }
-    // Member 2 speaks as a build without it: every simulation sends
-    // appends both with and without the receiver's own payloads.
-    fn fills_own_payloads(&self, id: PeerId) -> bool {
-        index_of(id) != 2
+    // Member 2 speaks as a build without own payloads: every simulation
+    // sends appends both with and without the receiver's own payloads.
+    fn has_feature(&self, id: PeerId, feature: u8) -> bool {
+        feature != crate::transport::handshake::FEATURE_OWN_PAYLOADS || index_of(id) != 2
     }
 }
 

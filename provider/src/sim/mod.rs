@@ -123,6 +123,9 @@ enum Fault {
     /// A graceful leave (a server's shutdown): the member hands over
     /// leadership and proposes its own removal, then exits.
     Leave,
+    /// The leader's links to a minority of the others are cut, and only
+    /// those: each member still hears a majority (see `group::cut_off`).
+    Ring,
     /// Every member is killed at once (a power cut); they restart
     /// together and recover the primary component from what each kept
     /// (`group::recovery`, Galera's pc.recovery).
@@ -156,6 +159,8 @@ struct Sim {
     unanswered: Vec<BTreeMap<u64, u64>>,
     next_token: u64,
     partition_since: Option<u64>,
+    /// A ring: since when, the leader cut off from some members, its term.
+    ring_since: Option<(u64, usize, u64)>,
     /// The member asked to leave, until a new node takes its place.
     leaving: Option<usize>,
     /// The members the current crash or outage killed, and what each
@@ -298,6 +303,7 @@ impl Sim {
             members,
             next_token: 1,
             partition_since: None,
+            ring_since: None,
             leaving: None,
             killed: Vec::new(),
             faults: Vec::new(),
@@ -361,6 +367,7 @@ impl Sim {
         self.check_synced_votes()?;
         self.check_arbitrators_follow()?;
         self.check_cut_off()?;
+        self.check_cut_from_leader()?;
         self.check_one_primary()
     }
 
@@ -386,6 +393,34 @@ impl Sim {
             };
             if crate::group::cut_off::hears_a_minority(m.state(), on_my_side) {
                 return Err(format!("node{} serves reads {} ms into a partition on a side that weighs less than half", i + 1, self.now - since));
+            }
+        }
+        Ok(())
+    }
+
+    /// A member serving reads whose links to the leader are cut, while
+    /// that leader goes on in its term with a majority, is non-primary
+    /// once the window has passed and another member's word on the
+    /// leader has come (see `group::cut_off`): the leader commits
+    /// without it.
+    fn check_cut_from_leader(&self) -> Result<(), String> {
+        let Some((since, leader, term)) = self.ring_since else { return Ok(()) };
+        let window = crate::group::cut_off::window(Duration::from_millis(TICK_MS)).as_millis() as u64;
+        let bound = window + 2 * crate::group::cluster_lag::REPORT_EVERY.as_millis() as u64 + 4 * TICK_MS;
+        let l = &self.members[leader];
+        let leads = self.acting(leader) && l.is_leader() && l.is_primary() && l.raft().raft.term == term;
+        if self.now < since + bound || !leads {
+            return Ok(());
+        }
+        let heard_by_leader = |x: &crate::group::state::Member| (0..self.members.len()).any(|j| self.members[j].id() == x.info.id && self.acting(j) && self.net.connected(leader, j));
+        if crate::group::weights::side_standing(l.state(), heard_by_leader) != crate::group::weights::Standing::Majority {
+            return Ok(());
+        }
+        for i in (0..self.members.len()).filter(|i| self.acting(*i) && !self.net.connected(*i, leader)) {
+            let m = &self.members[i];
+            let with_data = m.state().members().iter().any(|x| x.info.id != m.id() && !x.info.arbitrator);
+            if m.serves_reads() && m.is_primary() && with_data {
+                return Err(format!("node{} serves reads {} ms after its links to the leader, node{}, were cut", i + 1, self.now - since, leader + 1));
             }
         }
         Ok(())
@@ -550,7 +585,8 @@ impl Sim {
         // leaves the rest non-primary until an operator bootstraps them
         // (Galera's rule too): not a fault the run recovers from.
         let may_go = live.len() == n && !self.decides_quorum(victim);
-        let fault = match self.rng.below(6) {
+        let leader = live.iter().copied().find(|i| self.members[*i].is_leader());
+        let fault = match self.rng.below(7) {
             // An arbitrator applies nothing, so it cannot diverge.
             0 if may_go && !self.members[victim].is_arbitrator() => Fault::Diverge,
             0 => Fault::None,
@@ -559,6 +595,7 @@ impl Sim {
             3 if may_go => Fault::Crash,
             4 if may_go => Fault::Leave,
             5 if live.len() == n && self.one_primary_view() => Fault::Outage,
+            6 if leader.is_some() => Fault::Ring,
             _ => Fault::None,
         };
         match fault {
@@ -572,6 +609,7 @@ impl Sim {
                 self.net.side = side;
                 self.partition_since = Some(self.now);
             }
+            Fault::Ring => self.cut_ring(leader.expect("a leader"), &live),
             Fault::Freeze => {
                 self.frozen_until[victim] = self.now + lasts;
                 self.net.hold_for(victim, self.now + lasts);
@@ -615,8 +653,21 @@ impl Sim {
         Ok(())
     }
 
+    /// Cuts `leader`'s links to a minority of the others.
+    fn cut_ring(&mut self, leader: usize, live: &[usize]) {
+        let others: Vec<usize> = live.iter().copied().filter(|i| *i != leader).collect();
+        let cut = 1 + self.rng.below(((self.members.len() - 1) / 2) as u64) as usize;
+        let first = self.rng.below(others.len() as u64) as usize;
+        self.net.cut = (0..cut.min(others.len())).map(|k| (leader, others[(first + k) % others.len()])).collect();
+        self.ring_since = Some((self.now, leader, self.members[leader].raft().raft.term));
+    }
+
     fn heal(&mut self, fault: Fault) {
         match fault {
+            Fault::Ring => {
+                self.net.cut.clear();
+                self.ring_since = None;
+            }
             Fault::Partition => {
                 self.net.side = vec![0; self.members.len()];
                 self.partition_since = None;

@@ -54,6 +54,8 @@ pub struct Network {
     link_clock: HashMap<(usize, usize), u64>,
     /// Side of the current partition per member (all 0: none).
     pub side: Vec<u8>,
+    /// Links cut one by one (a ring of partial partitions), either way.
+    pub cut: Vec<(usize, usize)>,
     /// Percent of messages a link drops.
     pub drop_percent: u64,
     /// Delay bounds in ms.
@@ -75,6 +77,7 @@ impl Network {
             own: 0,
             link_clock: HashMap::new(),
             side: Vec::new(),
+            cut: Vec::new(),
             drop_percent,
             delay,
             reorder_percent,
@@ -83,7 +86,8 @@ impl Network {
     }
 
     pub fn connected(&self, a: usize, b: usize) -> bool {
-        self.side.get(a).copied().unwrap_or(0) == self.side.get(b).copied().unwrap_or(0)
+        let same_side = self.side.get(a).copied().unwrap_or(0) == self.side.get(b).copied().unwrap_or(0);
+        same_side && !self.cut.contains(&(a, b)) && !self.cut.contains(&(b, a))
     }
 
     /// Queues `env` sent at `now`; `held_until` is when its recipient

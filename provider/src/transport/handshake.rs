@@ -14,7 +14,7 @@
 //! segment (`gmcast.segment`) came later: a peer without it is of a build
 //! that cannot relay (see `group::relay`), so it is `None`, not segment 0.
 //! The features came after it (bits: `deflate::FEATURE_DEFLATE`,
-//! `FEATURE_OWN_PAYLOADS`); none when absent.
+//! `FEATURE_OWN_PAYLOADS`, `FEATURE_LEADER_WORDS`); none when absent.
 
 use std::io::{self, Read, Write};
 
@@ -28,8 +28,13 @@ use crate::wire::{put_str, Reader};
 /// `group::own_payloads`).
 pub const FEATURE_OWN_PAYLOADS: u8 = 2;
 
+/// The handshake's feature bit: this node reads a follower's word on its
+/// leader (see `group::cut_off`); an older build would log the frame's
+/// kind as unknown, so it gets none.
+pub const FEATURE_LEADER_WORDS: u8 = 4;
+
 /// Every feature this build has, as its Hello and Welcome say.
-pub const FEATURES: u8 = super::deflate::FEATURE_DEFLATE | FEATURE_OWN_PAYLOADS;
+pub const FEATURES: u8 = super::deflate::FEATURE_DEFLATE | FEATURE_OWN_PAYLOADS | FEATURE_LEADER_WORDS;
 
 /// How an allowlist refusal starts, in Galera's words: mtr tests suppress
 /// the accepting side's line by them, and the refused side says it

@@ -57,16 +57,15 @@ pub struct PeerInfo {
     pub segment: Option<u8>,
     /// It reads compressed frames (see `deflate`).
     pub reads_deflate: bool,
-    /// It fills in the payloads of its own entries (see `group::own_payloads`).
-    pub fills_own_payloads: bool,
+    /// The feature bits its handshake announced (see `handshake`).
+    pub features: u8,
 }
 
 impl PeerInfo {
     /// Who announced `features` in its handshake.
     pub fn new(id: PeerId, uuid: Uuid, addr: String, segment: Option<u8>, features: u8) -> PeerInfo {
         let reads_deflate = features & super::deflate::FEATURE_DEFLATE != 0;
-        let fills_own_payloads = features & super::handshake::FEATURE_OWN_PAYLOADS != 0;
-        PeerInfo { id, uuid, addr, segment, reads_deflate, fills_own_payloads }
+        PeerInfo { id, uuid, addr, segment, reads_deflate, features }
     }
 
     /// It said it is in another segment than `mine` (a build that says

@@ -416,9 +416,10 @@ impl Transport {
         self.shared.live_link(id).and_then(|l| l.peer.segment)
     }
 
-    /// Whether `id`, linked now, said it fills in its own payloads.
-    pub fn fills_own_payloads(&self, id: PeerId) -> bool {
-        self.shared.live_link(id).is_some_and(|l| l.peer.fills_own_payloads)
+    /// Whether `id`, linked now, announced `feature` (a bit of
+    /// `handshake::FEATURES`).
+    pub fn has_feature(&self, id: PeerId, feature: u8) -> bool {
+        self.shared.live_link(id).is_some_and(|l| l.peer.features & feature != 0)
     }
 
     /// Whether `send` may write a frame itself when its link is idle

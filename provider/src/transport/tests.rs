@@ -195,12 +195,14 @@ fn a_peer_fills_its_own_payloads_only_if_its_handshake_said_so() {
     a.t.set_peer(b.id, &b.addr());
     b.wait_up(a.id);
     a.wait_up(b.id);
-    assert!(a.t.fills_own_payloads(b.id) && b.t.fills_own_payloads(a.id));
+    let own = super::handshake::FEATURE_OWN_PAYLOADS;
+    assert!(a.t.has_feature(b.id, own) && b.t.has_feature(a.id, own));
+    assert!(a.t.has_feature(b.id, super::handshake::FEATURE_LEADER_WORDS));
     // An older build's handshake has no such feature.
     let (_older, id) = fake_peer(a.t.local_addr());
     a.wait_up(id);
-    assert!(!a.t.fills_own_payloads(id));
-    assert!(!a.t.fills_own_payloads(12345), "not linked");
+    assert!(!a.t.has_feature(id, own));
+    assert!(!a.t.has_feature(12345, own), "not linked");
 }
 
 /// A writeset's row images: the same row twice, as a frame of Raft
