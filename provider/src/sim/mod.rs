@@ -416,7 +416,11 @@ impl Sim {
         if crate::group::weights::side_standing(l.state(), heard_by_leader) != crate::group::weights::Standing::Majority {
             return Ok(());
         }
-        for i in (0..self.members.len()).filter(|i| self.acting(*i) && !self.net.connected(*i, leader)) {
+        // In a segmented run the leader's appends reach a member of the
+        // other segment through a relay over links that are not cut: it
+        // hears the leader that way (`Driver::leader_heard_elsewhere`).
+        let relayed = |i: usize| self.segmented && i % 2 != leader % 2;
+        for i in (0..self.members.len()).filter(|i| self.acting(*i) && !self.net.connected(*i, leader) && !relayed(*i)) {
             let m = &self.members[i];
             let with_data = m.state().members().iter().any(|x| x.info.id != m.id() && !x.info.arbitrator);
             if m.serves_reads() && m.is_primary() && with_data {
