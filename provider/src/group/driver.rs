@@ -725,8 +725,12 @@ impl Driver {
                 // terms. Not while it replays its previous incarnation's
                 // log: the group there is history (its leader may have
                 // been removed then and be back since), not its own yet.
-                if self.is_member_now() && !self.peers.contains(&from) {
-                    return self.drop_from_non_member(from, m.get_msg_type());
+                // Its author counts, not its bearer: a relay (see `relay`)
+                // this member's log does not list yet brings the leader's
+                // appends that would list it (a joiner in another segment
+                // than the leader's dropped them all, seed 5933).
+                if self.is_member_now() && !self.peers.contains(&m.from) {
+                    return self.drop_from_non_member(m.from, m.get_msg_type());
                 }
                 let log = &self.incarnation.raw.raft.raft_log;
                 let Some(m) = super::step::admit(m, log.last_index(), log.committed, self.vote_floor) else {
