@@ -936,13 +936,14 @@ impl Driver {
     /// nothing.
     fn report_leader(&self, now: Instant) {
         let raft = &self.incarnation.raw.raft;
-        let Some((leader, at)) = self.leader_contact.filter(|(l, _)| *l == raft.leader_id && *l != self.me.id.raft_id()) else { return };
+        let me = self.me.id.raft_id();
+        let Some((leader, at)) = self.leader_contact.filter(|(l, _)| *l == raft.leader_id && *l != me) else { return };
         let silent = now.saturating_duration_since(at);
-        if silent >= super::cut_off::window(self.tick) {
+        // A word older than this counts for nobody (`LeaderWords`).
+        if silent >= super::cut_off::heard_elsewhere_within(super::cut_off::window(self.tick)) {
             return;
         }
-        let word = super::cut_off::LeaderWord { leader, term: raft.term, silent_ms: silent.as_millis().min(u32::MAX as u128) as u32 };
-        let me = self.me.id.raft_id();
+        let word = super::cut_off::LeaderWord { leader, term: raft.term, silent_ms: silent.as_millis() as u32 };
         let others = self.state.members().iter().map(|m| m.info.id.raft_id()).filter(|id| *id != leader && *id != me && self.net.has_feature(*id, FEATURE_LEADER_WORDS));
         self.send_frame(others, &Frame::Leader(word));
     }

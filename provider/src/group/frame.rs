@@ -43,7 +43,8 @@ const KIND_HOLD: u8 = 12;
 /// a member whose handshake had `FEATURE_OWN_PAYLOADS`.
 const KIND_OWN: u8 = 13;
 /// A follower's word on its leader (see `cut_off`): leader u64, term
-/// u64, silence in ms u32. Builds before it log the kind once and go on.
+/// u64, silence in ms u32. Sent only to a member whose handshake had
+/// `FEATURE_LEADER_WORDS`.
 const KIND_LEADER: u8 = 14;
 
 #[derive(Debug, PartialEq)]

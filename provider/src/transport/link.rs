@@ -55,8 +55,6 @@ pub struct PeerInfo {
     pub addr: String,
     /// Its `gmcast.segment`; None: a build that does not say (nor relay).
     pub segment: Option<u8>,
-    /// It reads compressed frames (see `deflate`).
-    pub reads_deflate: bool,
     /// The feature bits its handshake announced (see `handshake`).
     pub features: u8,
 }
@@ -64,8 +62,12 @@ pub struct PeerInfo {
 impl PeerInfo {
     /// Who announced `features` in its handshake.
     pub fn new(id: PeerId, uuid: Uuid, addr: String, segment: Option<u8>, features: u8) -> PeerInfo {
-        let reads_deflate = features & super::deflate::FEATURE_DEFLATE != 0;
-        PeerInfo { id, uuid, addr, segment, reads_deflate, features }
+        PeerInfo { id, uuid, addr, segment, features }
+    }
+
+    /// It announced `feature` (a bit of `handshake::FEATURES`).
+    pub fn announced(&self, feature: u8) -> bool {
+        self.features & feature != 0
     }
 
     /// It said it is in another segment than `mine` (a build that says

@@ -419,7 +419,7 @@ impl Transport {
     /// Whether `id`, linked now, announced `feature` (a bit of
     /// `handshake::FEATURES`).
     pub fn has_feature(&self, id: PeerId, feature: u8) -> bool {
-        self.shared.live_link(id).is_some_and(|l| l.peer.features & feature != 0)
+        self.shared.live_link(id).is_some_and(|l| l.peer.announced(feature))
     }
 
     /// Whether `send` may write a frame itself when its link is idle

@@ -118,7 +118,7 @@ impl Shared {
         let writer_stream = stream.try_clone().map_err(|e| e.to_string())?;
         // Compressed: a plain link to another segment whose peer reads it
         // (see `deflate`).
-        let deflate = self.compress_segments && session.is_none() && peer.reads_deflate && peer.in_other_segment(self.me.segment);
+        let deflate = self.compress_segments && session.is_none() && peer.announced(super::deflate::FEATURE_DEFLATE) && peer.in_other_segment(self.me.segment);
         let link = Arc::new(Link::new(peer, rank, writer_stream, session, reg).deflating(deflate));
         let installed = self.install(&link);
         if installed != Installed::Lost {
