@@ -161,10 +161,6 @@ struct Sim {
     partition_since: Option<u64>,
     /// A ring: since when, the leader cut off from some members, its term.
     ring_since: Option<(u64, usize, u64)>,
-    /// Whether `Fault::Ring` is drawn (`run_with_rings`). Off, the draws
-    /// are those of the schedules before it, whose 10,000 seeds the
-    /// default run keeps.
-    rings: bool,
     /// The member asked to leave, until a new node takes its place.
     leaving: Option<usize>,
     /// The members the current crash or outage killed, and what each
@@ -188,24 +184,15 @@ pub fn run(seed: u64, trace: bool) -> Result<Summary, String> {
 
 /// [`run`] with members whose logs sync as `log_sync` says.
 pub fn run_with(seed: u64, trace: bool, log_sync: LogSync) -> Result<Summary, String> {
-    run_sim(seed, trace, log_sync, false)
+    run_sim(seed, trace, log_sync)
 }
 
-/// [`run`] with one more fault drawn: the leader's links to a minority
-/// cut (`Fault::Ring`, see `group::cut_off`). Its own schedules: a new
-/// draw changes every seed's, and two of the default 10,000 (5353 and
-/// 7431) end without liveness under the changed draws, rule or not.
-pub fn run_with_rings(seed: u64, trace: bool) -> Result<Summary, String> {
-    run_sim(seed, trace, LogSync::Batch, true)
-}
-
-fn run_sim(seed: u64, trace: bool, log_sync: LogSync, rings: bool) -> Result<Summary, String> {
+fn run_sim(seed: u64, trace: bool, log_sync: LogSync) -> Result<Summary, String> {
     if !trace {
         // The driver's log lines, thousands per run, say nothing here.
         crate::log::set_sink(Some(std::sync::Arc::new(|_, _| {})));
     }
     let mut sim = Sim::new(seed, trace, log_sync);
-    sim.rings = rings;
     sim.run().map_err(|e| format!("at {} ms: {}", sim.now, e))?;
     Ok(Summary {
         members: sim.members.len(),
@@ -321,7 +308,6 @@ impl Sim {
             next_token: 1,
             partition_since: None,
             ring_since: None,
-            rings: false,
             leaving: None,
             killed: Vec::new(),
             faults: Vec::new(),
@@ -608,7 +594,7 @@ impl Sim {
         // (Galera's rule too): not a fault the run recovers from.
         let may_go = live.len() == n && !self.decides_quorum(victim);
         let leader = live.iter().copied().find(|i| self.members[*i].is_leader());
-        let fault = match self.rng.below(if self.rings { 7 } else { 6 }) {
+        let fault = match self.rng.below(7) {
             // An arbitrator applies nothing, so it cannot diverge.
             0 if may_go && !self.members[victim].is_arbitrator() => Fault::Diverge,
             0 => Fault::None,
@@ -877,6 +863,8 @@ impl Sim {
                 // Its Join or Sync was lost and never sent again: a
                 // server that is never ready.
                 stuck.push(format!("node{} is {:?} in the leader's group state, not Synced", i + 1, s));
+                debug_state(i, m, Some(&self.members[leader]));
+                debug_group(&self.members[leader]);
             } else if !m.is_primary() || m.position() != top {
                 stuck.push(format!("node{} is at {} (primary: {}), the leader at {}", i + 1, m.position(), m.is_primary(), top));
                 debug_state(i, m, Some(&self.members[leader]));
