@@ -1459,6 +1459,15 @@ impl Driver {
     /// `cut_off`). Its writesets in flight fail as at the grace's end;
     /// members kept primary by configuration or weight wait out the grace
     /// as before (`lose_primary_or_ignore`).
+    /// A member as the log names it: `<uuid> (<wsrep_node_name>)`, the
+    /// Raft id alone for one this member's group does not list.
+    fn described(&self, raft_id: u64) -> String {
+        match self.state.member_by_raft_id(raft_id) {
+            Some(m) => format!("{} ({})", m.info.id, m.info.name),
+            None => format!("{:x}", raft_id),
+        }
+    }
+
     fn cut_off(&mut self, now: Instant) -> bool {
         let window = super::cut_off::window(self.tick);
         let listening = self.inbox_drained && self.standstill.ran_throughout(now, window);
@@ -1471,7 +1480,7 @@ impl Driver {
         let why = if super::cut_off::hears_a_minority(&self.state, heard) {
             format!("heard from no majority of the cluster for {:?} (cut off, or the others are down)", window)
         } else if let Some((reporter, leader)) = self.leader_heard_elsewhere(now, window) {
-            format!("heard nothing from leader {:x} for {:?} while member {:x} hears it (the links to the leader are cut)", leader, window, reporter)
+            format!("heard nothing from leader {} for {:?} while member {} hears it (the links to the leader are cut)", self.described(leader), window, self.described(reporter))
         } else {
             return false;
         };
