@@ -1453,12 +1453,6 @@ impl Driver {
         }
     }
 
-    /// A member that serves reads and has heard from no weighted majority
-    /// for `cut_off::window` leaves the primary component now instead of
-    /// after the grace: the others may be committing without it (see
-    /// `cut_off`). Its writesets in flight fail as at the grace's end;
-    /// members kept primary by configuration or weight wait out the grace
-    /// as before (`lose_primary_or_ignore`).
     /// A member as the log names it: `<uuid> (<wsrep_node_name>)`, the
     /// Raft id alone for one this member's group does not list.
     fn described(&self, raft_id: u64) -> String {
@@ -1468,6 +1462,13 @@ impl Driver {
         }
     }
 
+    /// A member that serves reads and has heard from no weighted majority
+    /// for `cut_off::window`, or nothing from its leader that long while
+    /// another member hears it, leaves the primary component now instead
+    /// of after the grace: the others may be committing without it (see
+    /// `cut_off`). Its writesets in flight fail as at the grace's end;
+    /// members kept primary by configuration or weight wait out the grace
+    /// as before (`lose_primary_or_ignore`).
     fn cut_off(&mut self, now: Instant) -> bool {
         let window = super::cut_off::window(self.tick);
         let listening = self.inbox_drained && self.standstill.ran_throughout(now, window);
