@@ -184,10 +184,6 @@ pub fn run(seed: u64, trace: bool) -> Result<Summary, String> {
 
 /// [`run`] with members whose logs sync as `log_sync` says.
 pub fn run_with(seed: u64, trace: bool, log_sync: LogSync) -> Result<Summary, String> {
-    run_sim(seed, trace, log_sync)
-}
-
-fn run_sim(seed: u64, trace: bool, log_sync: LogSync) -> Result<Summary, String> {
     if !trace {
         // The driver's log lines, thousands per run, say nothing here.
         crate::log::set_sink(Some(std::sync::Arc::new(|_, _| {})));
@@ -267,6 +263,14 @@ fn voters_agree(leader: &Driven) -> Result<(), String> {
         true => Ok(()),
         false => Err(format!("the leader's Raft voters {raft:x?} are not its group's voters {group:x?}")),
     }
+}
+
+/// A primary member that serves reads in a group with another data
+/// member: the cut-off rules apply to it (an arbitrator commits nothing
+/// alone, so a member whose only peer is one is left to the grace).
+fn answers_with_data(m: &Driven) -> bool {
+    let with_data = m.state().members().iter().any(|x| x.info.id != m.id() && !x.info.arbitrator);
+    m.serves_reads() && m.is_primary() && with_data
 }
 
 impl Sim {
@@ -375,6 +379,11 @@ impl Sim {
         self.check_one_primary()
     }
 
+    /// Whether member `i`'s links reach group member `x`, up and acting.
+    fn reaches(&self, i: usize, x: &crate::group::state::Member) -> bool {
+        (0..self.members.len()).any(|j| self.members[j].id() == x.info.id && self.acting(j) && self.net.connected(i, j))
+    }
+
     /// A member serving reads on a side of a partition that weighs less
     /// than half of its view is non-primary a tick after the cut-off
     /// window (see `group::cut_off`): the other side may be committing,
@@ -386,16 +395,9 @@ impl Sim {
         if self.now < since + bound {
             return Ok(());
         }
-        for i in (0..self.members.len()).filter(|i| self.acting(*i)) {
+        for i in (0..self.members.len()).filter(|i| self.acting(*i) && answers_with_data(&self.members[*i])) {
             let m = &self.members[i];
-            let with_data = m.state().members().iter().any(|x| x.info.id != m.id() && !x.info.arbitrator);
-            if !m.serves_reads() || !m.is_primary() || !with_data {
-                continue;
-            }
-            let on_my_side = |x: &crate::group::state::Member| {
-                (0..self.members.len()).any(|j| self.members[j].id() == x.info.id && self.acting(j) && self.net.connected(i, j))
-            };
-            if crate::group::cut_off::hears_a_minority(m.state(), on_my_side) {
+            if crate::group::cut_off::hears_a_minority(m.state(), |x| self.reaches(i, x)) {
                 return Err(format!("node{} serves reads {} ms into a partition on a side that weighs less than half", i + 1, self.now - since));
             }
         }
@@ -416,8 +418,7 @@ impl Sim {
         if self.now < since + bound || !leads {
             return Ok(());
         }
-        let heard_by_leader = |x: &crate::group::state::Member| (0..self.members.len()).any(|j| self.members[j].id() == x.info.id && self.acting(j) && self.net.connected(leader, j));
-        if crate::group::weights::side_standing(l.state(), heard_by_leader) != crate::group::weights::Standing::Majority {
+        if crate::group::weights::side_standing(l.state(), |x| self.reaches(leader, x)) != crate::group::weights::Standing::Majority {
             return Ok(());
         }
         // In a segmented run the leader's appends reach a member of the
@@ -425,9 +426,7 @@ impl Sim {
         // hears the leader that way (`Driver::leader_heard_elsewhere`).
         let relayed = |i: usize| self.segmented && i % 2 != leader % 2;
         for i in (0..self.members.len()).filter(|i| self.acting(*i) && !self.net.connected(*i, leader) && !relayed(*i)) {
-            let m = &self.members[i];
-            let with_data = m.state().members().iter().any(|x| x.info.id != m.id() && !x.info.arbitrator);
-            if m.serves_reads() && m.is_primary() && with_data {
+            if answers_with_data(&self.members[i]) {
                 return Err(format!("node{} serves reads {} ms after its links to the leader, node{}, were cut", i + 1, self.now - since, leader + 1));
             }
         }
