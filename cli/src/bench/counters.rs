@@ -8,6 +8,7 @@
 //! CPU time of each mariadbd comes from /proc: on 2 shared cores, CPU per
 //! transaction is the cost that limits throughput.
 
+use super::threads::{self, Threads};
 use crate::cluster::{Cluster, ServerVar, StatusVar, VarName};
 use lockstep_config::Shown;
 use std::collections::BTreeMap;
@@ -46,6 +47,8 @@ pub struct NodeSnapshot {
     pub vars: BTreeMap<String, String>,
     /// utime + stime of the node's mariadbd, in seconds.
     pub cpu_seconds: Option<f64>,
+    /// Its threads' context switches and the provider threads' CPU.
+    pub threads: Option<Threads>,
     /// Why `vars` is empty, if it is.
     pub error: Option<String>,
 }
@@ -87,6 +90,7 @@ pub fn take(cluster: &Cluster) -> Snapshot {
                 node: node.index(),
                 vars,
                 cpu_seconds: node.pid().and_then(process_cpu_seconds),
+                threads: node.pid().and_then(threads::read),
                 error,
             }
         })
@@ -121,6 +125,15 @@ pub struct Summary {
     pub lag_at_end: Option<f64>,
     /// CPU of all mariadbd processes per sysbench transaction.
     pub server_cpu_ms_per_txn: Option<f64>,
+    /// The same with the load generator's (sysbench and this process):
+    /// the whole cluster's cost of a transaction on shared cores.
+    pub cluster_cpu_ms_per_txn: Option<f64>,
+    /// Context switches of all mariadbd threads per transaction: thread
+    /// hand-offs on the commit path show here.
+    pub switches_per_txn: Option<f64>,
+    /// The provider's own threads' share of the servers' CPU (lockstep
+    /// only: Galera's threads carry no name of their own).
+    pub provider_share: Option<f64>,
     /// Fraction of the machine's CPU in use (sysbench included).
     pub machine_busy: Option<f64>,
     /// Fraction of the machine's CPU used by processes that are not part
@@ -160,6 +173,16 @@ pub fn summarize(before: &Snapshot, after: &Snapshot, transactions: u64) -> Summ
         server_cpu_ms_per_txn: server_cpu(&pairs)
             .filter(|_| transactions > 0)
             .map(|cpu| cpu * 1000.0 / transactions as f64),
+        cluster_cpu_ms_per_txn: server_cpu(&pairs)
+            .zip(after.bench_cpu.zip(before.bench_cpu))
+            .filter(|_| transactions > 0)
+            .map(|(cpu, (a, b))| (cpu + a - b) * 1000.0 / transactions as f64),
+        switches_per_txn: thread_delta(&pairs, |t| Some(t.switches as f64))
+            .filter(|_| transactions > 0)
+            .map(|n| n / transactions as f64),
+        provider_share: thread_delta(&pairs, |t| Some(t.provider_ticks? as f64 / clock_ticks_per_second()))
+            .zip(server_cpu(&pairs))
+            .and_then(|(ours, all)| (all > 0.0).then(|| (ours / all).clamp(0.0, 1.0))),
         machine_busy: machine_busy(before.machine, after.machine),
         other_load: other_load(before, after, server_cpu(&pairs)),
     }
@@ -204,6 +227,16 @@ fn server_cpu(pairs: &[(&NodeSnapshot, &NodeSnapshot)]) -> Option<f64> {
     let mut total = 0.0;
     for (b, a) in pairs {
         total += a.cpu_seconds? - b.cpu_seconds?;
+    }
+    (!pairs.is_empty()).then_some(total)
+}
+
+/// The sum over all servers of `value` after minus before; only when
+/// every node has it (a partial sum would flatter).
+fn thread_delta(pairs: &[(&NodeSnapshot, &NodeSnapshot)], value: impl Fn(&Threads) -> Option<f64>) -> Option<f64> {
+    let mut total = 0.0;
+    for (b, a) in pairs {
+        total += value(a.threads.as_ref()?)? - value(b.threads.as_ref()?)?;
     }
     (!pairs.is_empty()).then_some(total)
 }
@@ -283,7 +316,7 @@ fn process_cpu_seconds(pid: u32) -> Option<f64> {
 
 /// Fields 14 and 15 of /proc/PID/stat; counted after the `)` that ends the
 /// command name, which may itself contain spaces.
-fn parse_proc_stat_cpu(text: &str) -> Option<u64> {
+pub(super) fn parse_proc_stat_cpu(text: &str) -> Option<u64> {
     let (_, rest) = text.rsplit_once(')')?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // rest starts at field 3 (state): utime is field 14, stime 15.
@@ -336,6 +369,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             cpu_seconds: Some(cpu),
+            threads: Some(Threads { switches: (cpu * 100.0) as u64, provider_ticks: Some((cpu * 10.0) as u64) }),
             error: None,
         }
     }
@@ -410,6 +444,14 @@ mod tests {
         assert_eq!(s.replicated, [Some(1000.0), None]);
         assert_eq!(s.lag_at_end, Some(50.0));
         assert_eq!(s.server_cpu_ms_per_txn, Some(5.0));
+        // Servers 5 s, sysbench 2 s, over 1000 transactions.
+        assert_eq!(s.cluster_cpu_ms_per_txn, Some(7.0));
+        // Switches: 100 per server CPU second in `node`, 500 in all.
+        assert_eq!(s.switches_per_txn, Some(0.5));
+        if clock_ticks_per_second() == 100.0 {
+            // Provider ticks: 10 per CPU second, 50 ticks = 0.5 s of 5 s.
+            assert!((s.provider_share.unwrap() - 0.1).abs() < 1e-9, "{s:?}");
+        }
         assert_eq!(s.machine_busy, Some(0.8));
         // 1600 busy jiffies of 2000 = 16 s at 100 Hz; ours: 5 s servers +
         // 2 s sysbench; the other 9 s of 20 s capacity were someone else's.

@@ -53,6 +53,7 @@ mod report;
 mod runner;
 mod sweep;
 mod sysbench;
+mod threads;
 mod wan;
 
 pub use counters::Summary;

@@ -171,6 +171,9 @@ fn counters_table(cells: &[Cell], runs: &[ProviderRun]) -> String {
         "deps dist",
         "lag end",
         "cpu ms/txn",
+        "all cpu",
+        "csw/txn",
+        "provider",
         "busy (other)",
     ]
     .map(String::from)
@@ -189,7 +192,9 @@ fn counters_table(cells: &[Cell], runs: &[ProviderRun]) -> String {
     let mut out = String::from(
         "Where the time goes (server counters over each measured run; fc paused: worst node; \
          fc sent: per node; recvq: worst node; lag end: writesets the \
-         slowest node still had to apply when the run ended; cpu: all mariadbd per transaction; busy: whole machine, (other): \
+         slowest node still had to apply when the run ended; cpu: all mariadbd per transaction; all cpu: with \
+         sysbench's; csw: context switches of all mariadbd threads per transaction; provider: its own threads' share \
+         of the servers' CPU (lockstep names them; Galera's are unnamed); busy: whole machine, (other): \
          processes outside the benchmark):\n",
     );
     if rows.len() == 1 {
@@ -222,6 +227,9 @@ fn counter_columns(s: &SysbenchResult, c: &Summary) -> Vec<String> {
         num(c.deps_distance, 1),
         num(c.lag_at_end, 0),
         num(c.server_cpu_ms_per_txn, 3),
+        num(c.cluster_cpu_ms_per_txn, 3),
+        num(c.switches_per_txn, 1),
+        pct(c.provider_share),
         format!("{} ({})", pct(c.machine_busy), pct(c.other_load)),
     ]
 }
@@ -439,7 +447,7 @@ pub fn results_tsv(spec: &BenchSpec, runs: &[ProviderRun]) -> String {
     let mut out = String::from(
         "provider\ttest\tthreads\ttarget\ttps\tp95_ms\tavg_ms\terrors_per_s\treconnects_per_s\t\
          fc_paused\tcert_failures\tbf_aborts\trecv_queue_avg\tapply_window\tdeps_distance\tlag_at_end\t\
-         cpu_ms_per_txn\tmachine_busy\tstatus\n",
+         cpu_ms_per_txn\tcluster_cpu_ms_per_txn\tswitches_per_txn\tprovider_share\tmachine_busy\tstatus\n",
     );
     for (i, cell) in spec.cells().iter().enumerate() {
         for run in runs {
@@ -455,7 +463,7 @@ pub fn results_tsv(spec: &BenchSpec, runs: &[ProviderRun]) -> String {
                     sysbench: s,
                     counters: c,
                 } => format!(
-                    "{key}\t{:.2}\t{:.2}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\tok",
+                    "{key}\t{:.2}\t{:.2}\t{:.2}\t{:.2}\t{:.2}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\tok",
                     s.tps,
                     s.p95_ms,
                     s.avg_ms,
@@ -469,12 +477,15 @@ pub fn results_tsv(spec: &BenchSpec, runs: &[ProviderRun]) -> String {
                     num(c.deps_distance, 1),
                     num(c.lag_at_end, 0),
                     num(c.server_cpu_ms_per_txn, 3),
+                    num(c.cluster_cpu_ms_per_txn, 3),
+                    num(c.switches_per_txn, 2),
+                    num(c.provider_share, 3),
                     num(c.machine_busy, 3),
                 ),
                 CellOutcome::Failed(reason) => {
                     format!(
                         "{key}{}\tn/a: {}",
-                        "\t-".repeat(14),
+                        "\t-".repeat(17),
                         reason.replace('\t', " ")
                     )
                 }
@@ -615,7 +626,7 @@ mod tests {
         assert!(text.contains("wall time 1m35s"), "{text}");
         let tsv = results_tsv(&spec(), &runs);
         assert_eq!(tsv.lines().count(), 5);
-        assert!(tsv.lines().all(|l| l.split('\t').count() == 19), "{tsv}");
+        assert!(tsv.lines().all(|l| l.split('\t').count() == 22), "{tsv}");
     }
 
     #[test]

@@ -136,6 +136,16 @@ fn figures(runs: &[SettingRun], s: usize, p: usize, c: usize) -> Option<(f64, f6
     }
 }
 
+/// What provider `p`'s cell `c` in setting `s` cost: (CPU ms per
+/// transaction of the whole cluster with sysbench, context switches per
+/// transaction of the servers), if measured.
+fn cost(runs: &[SettingRun], s: usize, p: usize, c: usize) -> Option<(f64, f64)> {
+    match runs.get(s)?.runs.get(p)?.cells.get(c)? {
+        CellOutcome::Measured { counters, .. } => Some((counters.cluster_cpu_ms_per_txn?, counters.switches_per_txn?)),
+        CellOutcome::Failed(_) => None,
+    }
+}
+
 fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
@@ -250,10 +260,11 @@ fn against_first_setting(spec: &BenchSpec, runs: &[SettingRun], out: &mut String
 /// and whether the mean p95 is worse.
 fn averaged(spec: &BenchSpec, runs: &[SettingRun], out: &mut String) {
     let cells = spec.cells();
-    let means = |p: usize, c: usize| -> Option<(f64, f64)> {
-        let got: Vec<(f64, f64)> = (0..runs.len()).filter_map(|s| figures(runs, s, p, c)).collect();
+    let over_settings = |p: usize, c: usize, of: fn(&[SettingRun], usize, usize, usize) -> Option<(f64, f64)>| -> Option<(f64, f64)> {
+        let got: Vec<(f64, f64)> = (0..runs.len()).filter_map(|s| of(runs, s, p, c)).collect();
         Some((mean(&got.iter().map(|f| f.0).collect::<Vec<_>>())?, mean(&got.iter().map(|f| f.1).collect::<Vec<_>>())?))
     };
+    let means = |p: usize, c: usize| over_settings(p, c, figures);
     out.push_str(&format!("\nmean of {} repetitions, ratio to {}:\n", runs.len(), spec.provider_slug(0)));
     for p in 1..spec.providers.len() {
         let mut ratios = Vec::new();
@@ -270,6 +281,27 @@ fn averaged(spec: &BenchSpec, runs: &[SettingRun], out: &mut String) {
         if let (Some(g), Some(low)) = (geomean(&ratios), ratios.iter().copied().reduce(f64::min)) {
             out.push_str(&format!("  {}: geometric mean {:.2}, lowest cell {:.2}, over {} cells\n", spec.provider_slug(p), g, low, ratios.len()));
         }
+        cpu_per_commit(spec, p, |p, c| over_settings(p, c, cost), out);
+    }
+}
+
+/// Issue 52's measure of a commit's cost: CPU of the whole cluster with
+/// sysbench and the servers' context switches per transaction, provider
+/// `p` against the first, and the highest ratio over the cells.
+fn cpu_per_commit(spec: &BenchSpec, p: usize, means: impl Fn(usize, usize) -> Option<(f64, f64)>, out: &mut String) {
+    let mut ratios = Vec::new();
+    for (c, cell) in spec.cells().iter().enumerate() {
+        let line = match (means(0, c), means(p, c)) {
+            (Some((bcpu, bsw)), Some((cpu, sw))) if bcpu > 0.0 => {
+                ratios.push(cpu / bcpu);
+                format!("cpu {cpu:.3} vs {bcpu:.3} ms/txn ({:.2}), context switches {sw:.1} vs {bsw:.1} per txn", cpu / bcpu)
+            }
+            _ => "cpu n/a".into(),
+        };
+        out.push_str(&format!("  {:<34} {}: {line}\n", cell_label(cell), spec.provider_slug(p)));
+    }
+    if let Some(high) = ratios.iter().copied().reduce(f64::max) {
+        out.push_str(&format!("  {}: CPU per transaction, highest cell {:.2} of {}'s, over {} cells\n", spec.provider_slug(p), high, spec.provider_slug(0), ratios.len()));
     }
 }
 
@@ -297,7 +329,8 @@ fn to_json(spec: &BenchSpec, runs: &[SettingRun]) -> serde_json::Value {
             "providers": (0..spec.providers.len()).map(|p| json!({
                 "provider": spec.provider_slug(p),
                 "cells": cells.iter().enumerate().map(|(c, cell)| match figures(runs, s, p, c) {
-                    Some((tps, p95)) => json!({ "test": cell.test, "threads": cell.threads, "target": cell.target.label(), "tps": tps, "p95_ms": p95 }),
+                    Some((tps, p95)) => json!({ "test": cell.test, "threads": cell.threads, "target": cell.target.label(), "tps": tps, "p95_ms": p95,
+                        "cpu_ms_per_txn": cost(runs, s, p, c).map(|c| c.0), "switches_per_txn": cost(runs, s, p, c).map(|c| c.1) }),
                     None => json!({ "test": cell.test, "threads": cell.threads, "target": cell.target.label(), "error": "not measured" }),
                 }).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
@@ -403,6 +436,26 @@ mod tests {
         let text = report(&slow);
         assert!(text.contains("tps against near"), "{text}");
         assert!(!text.contains("tps over"), "nothing to compare one provider with: {text}");
+    }
+
+    #[test]
+    fn lan_repetitions_report_cpu_per_transaction_against_the_first_provider() {
+        let mut lan = spec_for(Scenario::Cells);
+        (lan.repeat, lan.tests, lan.threads, lan.targets) = (2, vec!["oltp_update_index".into()], vec![8], vec![lan.targets[0]]);
+        let costing = |cpu: f64, switches: f64| {
+            let counters = Summary { cluster_cpu_ms_per_txn: Some(cpu), switches_per_txn: Some(switches), ..Summary::default() };
+            CellOutcome::Measured { sysbench: SysbenchResult { tps: 100.0, p95_ms: 2.0, ..Default::default() }, counters: Box::new(counters) }
+        };
+        // Two repetitions: the first provider at 0.5 and 0.7 ms, the other
+        // at 0.4 and 0.5: means 0.6 against 0.45, a ratio of 0.75.
+        let runs: Vec<SettingRun> = settings(&lan)
+            .into_iter()
+            .zip([(0.5, 0.4), (0.7, 0.5)])
+            .map(|(setting, (first, other))| SettingRun { setting, runs: vec![provider_run(vec![costing(first, 20.0)], None), provider_run(vec![costing(other, 10.0)], None)] })
+            .collect();
+        let text = render(&lan, &runs, Duration::from_secs(60));
+        assert!(text.contains("cpu 0.450 vs 0.600 ms/txn (0.75), context switches 10.0 vs 20.0 per txn"), "{text}");
+        assert!(text.contains("highest cell 0.75"), "{text}");
     }
 
     #[test]
