@@ -102,7 +102,7 @@ pub struct Cli {
     /// segments.
     #[arg(long, value_name = "N", verbatim_doc_comment)]
     segments: Option<usize>,
-    /// What to run: lan (or cells, the default), wan, slow-node, big-trx, freshness, drain or durability
+    /// What to run: lan (or cells, the default), wan, slow-node, big-trx, freshness, bound, drain or durability
     ///
     /// lan (or cells): the sysbench matrix of the options above; with
     /// --repeat N above 1, N times on fresh clusters, averaged, with
@@ -138,6 +138,16 @@ pub struct Cli {
     /// reads' p99, node 1's flow-control pause and node 2's mean receive
     /// queue per phase, and writes freshness.json and freshness.svg (per
     /// second) in --dir. With --rate, the writers offer that many tps.
+    ///
+    /// bound: on 3 nodes, node 2 with 1 applier and
+    /// innodb_flush_log_at_trx_commit=1 reading SELECT SUM(k) over 45,000
+    /// rows with wsrep_sync_wait=1 every 250 ms, oltp_update_index on
+    /// node 1 (one table of 100,000 rows) at each --threads value (16, 64,
+    /// 128) and gcs.fc_limit 16, 1000 and 25000, lockstep with
+    /// lockstep.max_lag_ms=100 (Galera, if asked for, with the limit
+    /// alone); per cell write tps, node 1's pause, node 2's queue and the
+    /// reads' p50, p99 and worst, and whether every p99 stayed at most 150
+    /// ms; writes bound.json in --dir. Providers: lockstep unless given.
     ///
     /// drain: on 3 nodes, oltp_write_only 16 threads on node 1; node 2
     /// desynced and locked (FTWRL) 15 s, then its apply rate once
@@ -265,6 +275,14 @@ fn run_freshness(spec: &BenchSpec) -> ExitCode {
     })
 }
 
+fn run_bound(spec: &BenchSpec) -> ExitCode {
+    use super::bound;
+    run_scenario(spec, "bound", bound::run, |runs, took| {
+        let any = runs.iter().any(|(_, r)| r.as_ref().is_ok_and(|(_, cells)| !cells.is_empty()));
+        (bound::render(spec, runs, took), bound::write_outputs(spec, runs), any)
+    })
+}
+
 fn run_drain(spec: &BenchSpec) -> ExitCode {
     use super::drain;
     run_scenario(spec, "drain", drain::run, |runs, took| {
@@ -317,6 +335,7 @@ fn run(spec: &BenchSpec) -> ExitCode {
         super::plan::Scenario::Drain => return run_drain(spec),
         super::plan::Scenario::BigTrx => return run_big_trx(spec),
         super::plan::Scenario::Freshness => return run_freshness(spec),
+        super::plan::Scenario::Bound => return run_bound(spec),
         super::plan::Scenario::Durability => return run_durability(spec),
         super::plan::Scenario::Wan | super::plan::Scenario::SlowNode => return run_sweep(spec),
         super::plan::Scenario::Cells if spec.repeat > 1 => return run_sweep(spec),

@@ -41,6 +41,7 @@
 //! machine's cores with the servers, as it does for both providers.
 
 mod big_trx;
+mod bound;
 mod chart;
 pub mod cli;
 mod counters;

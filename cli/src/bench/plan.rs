@@ -75,6 +75,9 @@ pub enum Scenario {
     BigTrx,
     /// Replica staleness against flow control (see `freshness`).
     Freshness,
+    /// `lockstep.max_lag_ms` against writer threads and `gcs.fc_limit`,
+    /// read by a range query (see `bound`).
+    Bound,
     /// Apply capacity: desync + FTWRL drains, and the live estimate
     /// (see `drain`).
     Drain,
@@ -89,14 +92,14 @@ pub enum Scenario {
 }
 
 impl Scenario {
-    const ALL: [Scenario; 7] = [Scenario::Cells, Scenario::BigTrx, Scenario::Freshness, Scenario::Drain, Scenario::Wan, Scenario::SlowNode, Scenario::Durability];
+    const ALL: [Scenario; 8] = [Scenario::Cells, Scenario::BigTrx, Scenario::Freshness, Scenario::Bound, Scenario::Drain, Scenario::Wan, Scenario::SlowNode, Scenario::Durability];
 
     pub fn parse(text: &str) -> std::result::Result<Scenario, String> {
         let name = if text == "cells" { "lan" } else { text };
         Scenario::ALL
             .into_iter()
             .find(|s| s.name() == name)
-            .ok_or_else(|| format!("scenario must be lan (or cells), wan, slow-node, big-trx, freshness, drain or durability, not {text:?}"))
+            .ok_or_else(|| format!("scenario must be lan (or cells), wan, slow-node, big-trx, freshness, bound, drain or durability, not {text:?}"))
     }
 
     /// As `--scenario` names it.
@@ -105,6 +108,7 @@ impl Scenario {
             Scenario::Cells => "lan",
             Scenario::BigTrx => "big-trx",
             Scenario::Freshness => "freshness",
+            Scenario::Bound => "bound",
             Scenario::Drain => "drain",
             Scenario::Wan => "wan",
             Scenario::SlowNode => "slow-node",
@@ -210,6 +214,13 @@ impl BenchSpec {
                 spec.wan_delay_ms = Some(7);
             }
             Scenario::Durability => spec.time = 20,
+            // Issue 52's grid: the threads here, gcs.fc_limit in `bound`;
+            // one table of 100,000 rows, lockstep's bound alone.
+            Scenario::Bound => {
+                spec.threads = vec![16, 64, 128];
+                spec.table_size = 100_000;
+                spec.providers = vec![Provider::Lockstep];
+            }
             Scenario::Cells | Scenario::Freshness | Scenario::Drain => {}
         }
         spec
@@ -320,7 +331,7 @@ impl BenchSpec {
             return fail("--nodes must be 1 or more".into());
         }
         // Those scenarios measure node 2 while node 1 writes.
-        if self.nodes < 2 && matches!(self.scenario, Scenario::BigTrx | Scenario::Freshness | Scenario::Drain) {
+        if self.nodes < 2 && matches!(self.scenario, Scenario::BigTrx | Scenario::Freshness | Scenario::Bound | Scenario::Drain) {
             return fail(format!("--scenario {} needs --nodes 2 or more: it measures node 2", self.scenario.name()));
         }
         if self.segments == 0 || self.segments > self.nodes {
