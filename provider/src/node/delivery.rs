@@ -157,6 +157,7 @@ impl Shared {
     /// node catches up from what its data holds, by IST if a donor has it.
     fn on_rejoining(&self) {
         self.lag.clear(); // the gap is filled by IST or SST, not from these marks
+        self.pace.clear();
         self.fail_pending();
         self.rejoins.fetch_add(1, Ordering::SeqCst);
         // Set under the lock the joiner's applier checks before it ends a
@@ -204,6 +205,7 @@ impl Shared {
     /// its current view.
     fn on_restored(&self, node: &[u8], view: View) {
         self.lag.clear(); // a new position: the marks of the old one mean nothing
+        self.pace.clear();
         if let Err(e) = self.cert.lock().unwrap_or_else(|e| e.into_inner()).restore(node) {
             log::error!("the group's snapshot has an unusable certification index ({}): this node cannot certify consistently", e);
             return;
@@ -522,13 +524,19 @@ impl Shared {
         }
     }
 
-    /// This node's lag against `lockstep.max_lag_ms` (see `lag::against`).
+    /// This node's lag against `lockstep.max_lag_ms` (see `lag::against`):
+    /// how long its oldest writeset has waited, or how long its backlog
+    /// takes at the pace it commits, whichever is longer (see
+    /// `lag::ApplyPace`).
     fn lag_vs_bound(&self) -> (bool, bool) {
         let bound = self.max_lag_ms.load(Ordering::Relaxed);
         if bound == 0 {
             return super::lag::against(std::time::Duration::ZERO, 0);
         }
-        super::lag::against(self.apply_lag(), bound)
+        let (committed, ordered) = (self.apply.last_left(), self.last_ordered.load(Ordering::SeqCst));
+        self.pace.note(committed, ordered, std::time::Instant::now());
+        let drain = self.pace.drain(ordered.saturating_sub(committed).max(0) as u64);
+        super::lag::against(self.apply_lag().max(drain), bound)
     }
 
     /// `wsrep_apply_lag_ms`: how long the oldest writeset ordered but not

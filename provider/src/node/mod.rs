@@ -150,6 +150,9 @@ pub struct Shared {
     repl_latency: repl_latency::ReplLatency,
     /// How stale this node is (`wsrep_apply_lag_ms`).
     lag: lag::Lag,
+    /// The pace this node commits at while it has a backlog (the bound's
+    /// drain time).
+    pace: lag::ApplyPace,
     /// `lockstep.max_lag_ms` (0: off), read by every `check_flow`.
     max_lag_ms: AtomicU64,
     receivers: AtomicUsize,
@@ -312,6 +315,7 @@ impl Node {
             capacity: capacity::Capacity::default(),
             repl_latency: Default::default(),
             lag: lag::Lag::default(),
+            pace: lag::ApplyPace::default(),
             max_lag_ms: AtomicU64::new(0),
             receivers: AtomicUsize::new(0),
             last_ordered: AtomicI64::new(position.seqno),
