@@ -531,12 +531,12 @@ impl Shared {
     fn lag_vs_bound(&self) -> (bool, bool) {
         let bound = self.max_lag_ms.load(Ordering::Relaxed);
         if bound == 0 {
-            return super::lag::against(std::time::Duration::ZERO, 0);
+            return super::lag::against(std::time::Duration::ZERO, std::time::Duration::ZERO, 0);
         }
         let (committed, ordered) = (self.apply.last_left(), self.last_ordered.load(Ordering::SeqCst));
         self.pace.note(committed, ordered, std::time::Instant::now());
         let drain = self.pace.drain(ordered.saturating_sub(committed).max(0) as u64);
-        super::lag::against(self.apply_lag().max(drain), bound)
+        super::lag::against(self.apply_lag(), drain, bound)
     }
 
     /// `wsrep_apply_lag_ms`: how long the oldest writeset ordered but not

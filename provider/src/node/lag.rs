@@ -124,19 +124,19 @@ impl ApplyPace {
     }
 }
 
-/// A lag against the bound `max_lag_ms` (M); `age` is the larger of the
-/// oldest writeset's age and the backlog's drain time: whether the node is
-/// late (M/2 or more: stop the writers while the writesets already
-/// ordered, which wait too, still have the other half of the bound), and
-/// whether it is fresh again (under M/4, so that the writers do not stop
-/// and go on every millisecond near one threshold). Bound 0 (off): never
-/// late, always fresh.
-pub(super) fn against(age: Duration, max_lag_ms: u64) -> (bool, bool) {
+/// A lag against the bound `max_lag_ms` (M), the longer of the oldest
+/// writeset's `age` and the backlog's `drain` time (see `ApplyPace`):
+/// whether the node is late (M/2 or more: stop the writers while the
+/// writesets already ordered, which wait too, still have the other half
+/// of the bound), and whether it is fresh again (under M/4, so that the
+/// writers do not stop and go on every millisecond near one threshold).
+/// Bound 0 (off): never late, always fresh.
+pub(super) fn against(age: Duration, drain: Duration, max_lag_ms: u64) -> (bool, bool) {
     if max_lag_ms == 0 {
         return (false, true);
     }
-    let age = age.as_millis() as u64;
-    (age * 2 >= max_lag_ms, age * 4 < max_lag_ms)
+    let lag = age.max(drain).as_millis() as u64;
+    (lag * 2 >= max_lag_ms, lag * 4 < max_lag_ms)
 }
 
 #[cfg(test)]
@@ -177,11 +177,17 @@ mod tests {
 
     #[test]
     fn late_at_half_the_bound_fresh_under_a_quarter() {
-        assert_eq!(against(ms(10), 100), (false, true));
-        assert_eq!(against(ms(25), 100), (false, false), "between: keep what was asked");
-        assert_eq!(against(ms(49), 100), (false, false));
-        assert_eq!(against(ms(50), 100), (true, false));
-        assert_eq!(against(ms(10_000), 0), (false, true), "off");
+        let none = Duration::ZERO;
+        assert_eq!(against(ms(10), none, 100), (false, true));
+        assert_eq!(against(ms(25), none, 100), (false, false), "between: keep what was asked");
+        assert_eq!(against(ms(49), none, 100), (false, false));
+        assert_eq!(against(ms(50), none, 100), (true, false));
+        assert_eq!(against(ms(10_000), none, 0), (false, true), "off");
+        // A young backlog that takes long to commit is late too: a read
+        // arriving now waits for all of it.
+        assert_eq!(against(ms(5), ms(60), 100), (true, false));
+        assert_eq!(against(ms(5), ms(30), 100), (false, false), "not fresh while it drains");
+        assert_eq!(against(ms(5), ms(60), 0), (false, true), "off");
     }
 
     #[test]
