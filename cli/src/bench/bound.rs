@@ -13,6 +13,7 @@
 //! and the reads' p50, p99 and worst. Before the cells, the same read
 //! with the cluster idle: what the query itself costs on node 2.
 
+use super::freshness::{caught_up, has_bound};
 use super::plan::BenchSpec;
 use super::sysbench::{self, Invocation};
 use crate::cluster::{provider_setting, Cluster, Conn, Error, Node, Result, StatusVar};
@@ -51,7 +52,7 @@ pub fn run(spec: &BenchSpec, log: &mut dyn FnMut(&str)) -> Vec<ProviderRun> {
         set_up(spec, cluster)?;
         let idle = idle_read(cluster.node(2))?;
         say(&format!("the read alone on node 2: {:.1} ms", ms(idle)));
-        let has_bound = cluster.node(1).sql("SELECT @@wsrep_provider_options")?.concat().concat().contains(keys::LOCKSTEP_MAX_LAG_MS.name());
+        let has_bound = has_bound(cluster)?;
         let mut cells = Vec::new();
         for &threads in &spec.threads {
             for fc_limit in FC_LIMITS {
@@ -160,15 +161,6 @@ impl Reader {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.join().map_err(|_| Error::msg("the reader panicked"))?
     }
-}
-
-/// Every node has committed what node 1 had.
-fn caught_up(cluster: &Cluster) -> Result<()> {
-    let want = cluster.node(1).status()?.int(StatusVar::LastCommitted).unwrap_or(0);
-    for node in cluster.nodes() {
-        node.wait_until("caught up", RUN_LIMIT, |s| s.int(StatusVar::LastCommitted) >= Some(want))?;
-    }
-    Ok(())
 }
 
 fn ms(d: Duration) -> f64 {

@@ -78,7 +78,7 @@ pub type ProviderRuns = (String, std::result::Result<Vec<Run>, String>);
 pub fn run(spec: &BenchSpec, log: &mut dyn FnMut(&str)) -> Vec<ProviderRuns> {
     super::runner::per_provider(spec, log, |index, cluster, say| {
         set_up(spec, cluster)?;
-        let has_bound = cluster.node(1).sql("SELECT @@wsrep_provider_options")?.concat().concat().contains(keys::LOCKSTEP_MAX_LAG_MS.name());
+        let has_bound = has_bound(cluster)?;
         let mut runs = Vec::new();
         for setting in settings().iter().filter(|s| has_bound || !s.needs_bound) {
             apply(cluster, setting, has_bound)?;
@@ -209,8 +209,14 @@ fn paused_ns(node: Node) -> Result<i64> {
     node.status_int(StatusVar::FlowControlPausedNs)
 }
 
+/// Whether the cluster's provider has `lockstep.max_lag_ms` (Galera has
+/// not).
+pub(super) fn has_bound(cluster: &Cluster) -> Result<bool> {
+    Ok(cluster.node(1).sql("SELECT @@wsrep_provider_options")?.concat().concat().contains(keys::LOCKSTEP_MAX_LAG_MS.name()))
+}
+
 /// Every node has committed what node 1 had.
-fn caught_up(cluster: &Cluster) -> Result<()> {
+pub(super) fn caught_up(cluster: &Cluster) -> Result<()> {
     let want = cluster.node(1).status()?.int(StatusVar::LastCommitted).unwrap_or(0);
     for node in cluster.nodes() {
         node.wait_until("caught up", RUN_LIMIT, |s| s.int(StatusVar::LastCommitted) >= Some(want))?;

@@ -328,10 +328,10 @@ fn to_json(spec: &BenchSpec, runs: &[SettingRun]) -> serde_json::Value {
             "provider_options": r.setting.provider_options,
             "providers": (0..spec.providers.len()).map(|p| json!({
                 "provider": spec.provider_slug(p),
-                "cells": cells.iter().enumerate().map(|(c, cell)| match figures(runs, s, p, c) {
-                    Some((tps, p95)) => json!({ "test": cell.test, "threads": cell.threads, "target": cell.target.label(), "tps": tps, "p95_ms": p95,
-                        "cpu_ms_per_txn": cost(runs, s, p, c).map(|c| c.0), "switches_per_txn": cost(runs, s, p, c).map(|c| c.1) }),
-                    None => json!({ "test": cell.test, "threads": cell.threads, "target": cell.target.label(), "error": "not measured" }),
+                "cells": cells.iter().enumerate().map(|(c, cell)| match (figures(runs, s, p, c), cost(runs, s, p, c)) {
+                    (Some((tps, p95)), cost) => json!({ "test": cell.test, "threads": cell.threads, "target": cell.target.label(), "tps": tps, "p95_ms": p95,
+                        "cpu_ms_per_txn": cost.map(|c| c.0), "switches_per_txn": cost.map(|c| c.1) }),
+                    (None, _) => json!({ "test": cell.test, "threads": cell.threads, "target": cell.target.label(), "error": "not measured" }),
                 }).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),

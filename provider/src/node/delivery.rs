@@ -533,10 +533,11 @@ impl Shared {
         if bound == 0 {
             return super::lag::against(std::time::Duration::ZERO, std::time::Duration::ZERO, 0);
         }
-        let (committed, ordered) = (self.apply.last_left(), self.last_ordered.load(Ordering::SeqCst));
-        self.pace.note(committed, ordered, std::time::Instant::now());
+        // One reading of the backlog and the clock for both measures.
+        let (committed, ordered, now) = (self.apply.last_left(), self.last_ordered.load(Ordering::SeqCst), std::time::Instant::now());
+        self.pace.note(committed, ordered, now);
         let drain = self.pace.drain(ordered.saturating_sub(committed).max(0) as u64);
-        super::lag::against(self.apply_lag(), drain, bound)
+        super::lag::against(self.lag.age(committed, ordered, now), drain, bound)
     }
 
     /// `wsrep_apply_lag_ms`: how long the oldest writeset ordered but not
