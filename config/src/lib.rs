@@ -28,6 +28,7 @@ pub mod error;
 pub mod node;
 pub mod options;
 pub mod pairs;
+pub mod service;
 pub mod status;
 pub mod typed;
 pub mod value;
