@@ -97,7 +97,7 @@ fn a_member_whose_appliers_hang_stops_the_writers_for_at_most_suspect_timeout() 
     std::thread::sleep(Duration::from_secs(1));
     assert!(writers.longest_gap() < SLACK, "the load runs before the hang");
 
-    n2.sql("SET GLOBAL wsrep_provider_options = 'lockstep.debug_hang_appliers=yes'").unwrap();
+    n2.set_provider_option("lockstep.debug_hang_appliers=yes").unwrap();
     let hung = Instant::now();
     // Every member sees how stale the stalest one is.
     n1.wait_until("node 2's lag seen on node 1", SUSPECT, |s| s.int("wsrep_cluster_apply_lag_ms") >= Some(1000)).unwrap();
@@ -122,7 +122,7 @@ fn a_member_whose_appliers_hang_stops_the_writers_for_at_most_suspect_timeout() 
 
     // The disk comes back: node 2 applies what it held, then hears that
     // it is out.
-    n2.sql("SET GLOBAL wsrep_provider_options = 'lockstep.debug_hang_appliers=no'").unwrap();
+    n2.set_provider_option("lockstep.debug_hang_appliers=no").unwrap();
     let deadline = Instant::now() + SYNC_TIMEOUT;
     while status_var(n2, "wsrep_cluster_status") != "Disconnected" {
         assert!(Instant::now() < deadline, "node 2 did not disconnect:\n{}", n2.error_log_tail(20));

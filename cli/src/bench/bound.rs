@@ -97,7 +97,7 @@ fn configure(cluster: &Cluster, fc_limit: u32, has_bound: bool) -> Result<()> {
     }
     for node in cluster.nodes() {
         for option in &options {
-            node.sql(&format!("SET GLOBAL wsrep_provider_options = '{option}'"))?;
+            node.set_provider_option(option)?;
         }
     }
     Ok(())

@@ -116,7 +116,7 @@ fn apply(cluster: &Cluster, setting: &Setting, has_bound: bool) -> Result<()> {
     let reset: Vec<String> = if has_bound { vec![provider_setting(keys::LOCKSTEP_MAX_LAG_MS, 0)] } else { vec![] };
     for node in cluster.nodes() {
         for option in reset.iter().chain(&setting.options) {
-            node.sql(&format!("SET GLOBAL wsrep_provider_options = '{option}'"))?;
+            node.set_provider_option(option)?;
         }
     }
     Ok(())

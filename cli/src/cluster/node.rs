@@ -385,6 +385,22 @@ impl<'a> Node<'a> {
         self.connect()?.query(sql)
     }
 
+    /// Sets one provider option (`name=value`) at runtime. MariaDB 11.x
+    /// with its wsrep_provider plugin loaded, as Debian 13's 11.8 starts
+    /// by default, refuses `wsrep_provider_options` at runtime (error
+    /// 1210, Galera's as ours); there each declared option is a variable
+    /// of its own, `wsrep_provider_<name>` with `.` as `_`, typed.
+    pub fn set_provider_option(&self, option: &str) -> Result<()> {
+        match self.sql(&format!("SET GLOBAL wsrep_provider_options = '{option}'")) {
+            Err(Error::Sql { code: 1210, .. }) => {
+                let (name, value) = option.split_once('=').ok_or_else(|| Error::Msg(format!("{option}: not name=value")))?;
+                self.sql(&format!("SET GLOBAL wsrep_provider_{} = {}", name.trim().replace('.', "_"), as_variable_value(value.trim())))
+            }
+            other => other,
+        }
+        .map(|_| ())
+    }
+
     /// `SHOW GLOBAL STATUS LIKE 'wsrep%'`, on a fresh connection with a
     /// short timeout.
     pub fn status(&self) -> Result<Status> {
@@ -522,6 +538,24 @@ pub fn tail_lines(path: &Path, n: usize) -> String {
         .join("\n")
 }
 
+/// An option's text as the SQL value of its typed variable: booleans as
+/// ON/OFF, numbers bare, ISO-8601 durations in seconds (the variable is a
+/// DOUBLE), the rest quoted.
+fn as_variable_value(text: &str) -> String {
+    match text.to_ascii_lowercase().as_str() {
+        "yes" | "true" | "on" => return "ON".into(),
+        "no" | "false" | "off" => return "OFF".into(),
+        _ => {}
+    }
+    if text.parse::<f64>().is_ok() {
+        return text.to_string();
+    }
+    match text.starts_with('P').then(|| lockstep_config::value::parse_duration(text)).flatten() {
+        Some(d) => format!("{:.6}", d.as_secs_f64()),
+        None => format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -557,5 +591,15 @@ mod tests {
         assert_eq!(tail, "  line 30\n  -> joiner");
         let _ = std::fs::remove_file(path);
         assert!(tail_lines(Path::new("/nonexistent/x"), 3).contains("does not exist"));
+    }
+
+    #[test]
+    fn options_become_typed_sql_values() {
+        assert_eq!(as_variable_value("yes"), "ON");
+        assert_eq!(as_variable_value("no"), "OFF");
+        assert_eq!(as_variable_value("100"), "100");
+        assert_eq!(as_variable_value("PT1.5S"), "1.500000");
+        assert_eq!(as_variable_value("tcp://0.0.0.0:4567"), "'tcp://0.0.0.0:4567'");
+        assert_eq!(as_variable_value("it's"), "'it\\'s'");
     }
 }

@@ -58,9 +58,14 @@ pub fn take(source: &Source, dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> 
     Ok(Copy { position, bytes, took: started.elapsed() })
 }
 
-/// The GTID position in `xtrabackup_binlog_info` (file, offset, GTIDs).
+/// mariabackup's record of the binary log position (file, offset, GTIDs):
+/// MariaDB 11.x names it `mariadb_backup_binlog_info`, 10.11
+/// `xtrabackup_binlog_info`.
+const BINLOG_INFO: [&str; 2] = ["mariadb_backup_binlog_info", "xtrabackup_binlog_info"];
+
+/// The GTID position the copy holds.
 fn binlog_position(dir: &Path) -> Result<Position> {
-    let path = dir.join("xtrabackup_binlog_info");
+    let path = BINLOG_INFO.iter().map(|name| dir.join(name)).find(|p| p.exists()).unwrap_or_else(|| dir.join(BINLOG_INFO[1]));
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(format!("reading {} (was the source's binary log on?)", path.display()), e))?;
     let gtids = text.split_whitespace().nth(2).unwrap_or("");
     Position::parse(gtids).map_err(|e| Error::msg(format!("{}: {e}", path.display())))
@@ -103,4 +108,21 @@ fn tree_size(dir: &Path) -> u64 {
             _ => e.metadata().map_or(0, |m| m.len()),
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_position_comes_from_either_name_of_the_binlog_record() {
+        for name in BINLOG_INFO {
+            let dir = std::env::temp_dir().join(format!("lockstep-copy-{}-{name}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join(name), "binlog.000002\t1234\t0-1-5\n").unwrap();
+            let position = binlog_position(&dir);
+            std::fs::remove_dir_all(&dir).unwrap();
+            assert_eq!(position.unwrap(), Position::parse("0-1-5").unwrap(), "{name}");
+        }
+    }
 }

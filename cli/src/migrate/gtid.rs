@@ -1,7 +1,8 @@
 //! MariaDB GTID positions (`domain-server-seqno`, one per replication
 //! domain, comma-separated), as `@@gtid_binlog_pos`, `@@gtid_slave_pos`
-//! and mariabackup's `xtrabackup_binlog_info` write them: how far the
-//! lockstep side has applied what the Galera side wrote, domain by domain.
+//! and mariabackup's `xtrabackup_binlog_info` (`mariadb_backup_binlog_info`
+//! on 11.x) write them: how far the lockstep side has applied what the
+//! Galera side wrote, domain by domain.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
