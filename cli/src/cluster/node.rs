@@ -394,7 +394,9 @@ impl<'a> Node<'a> {
         match self.sql(&format!("SET GLOBAL wsrep_provider_options = '{option}'")) {
             Err(Error::Sql { code: 1210, .. }) => {
                 let (name, value) = option.split_once('=').ok_or_else(|| Error::Msg(format!("{option}: not name=value")))?;
-                self.sql(&format!("SET GLOBAL wsrep_provider_{} = {}", name.trim().replace('.', "_"), as_variable_value(value.trim())))
+                let variable = format!("wsrep_provider_{}", name.trim().replace('.', "_"));
+                let kind = self.sql(&format!("SELECT variable_type FROM information_schema.system_variables WHERE variable_name = '{variable}'"))?.concat().concat();
+                self.sql(&format!("SET GLOBAL {variable} = {}", as_variable_value(value.trim(), &kind)))
             }
             other => other,
         }
@@ -538,21 +540,17 @@ pub fn tail_lines(path: &Path, n: usize) -> String {
         .join("\n")
 }
 
-/// An option's text as the SQL value of its typed variable: booleans as
-/// ON/OFF, numbers bare, ISO-8601 durations in seconds (the variable is a
-/// DOUBLE), the rest quoted.
-fn as_variable_value(text: &str) -> String {
-    match text.to_ascii_lowercase().as_str() {
-        "yes" | "true" | "on" => return "ON".into(),
-        "no" | "false" | "off" => return "OFF".into(),
-        _ => {}
-    }
-    if text.parse::<f64>().is_ok() {
-        return text.to_string();
-    }
-    match text.starts_with('P').then(|| lockstep_config::value::parse_duration(text)).flatten() {
-        Some(d) => format!("{:.6}", d.as_secs_f64()),
-        None => format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'")),
+/// An option's text as the SQL value of a variable of type `kind` (as
+/// information_schema names it): booleans as ON/OFF, durations and numbers
+/// of DOUBLE variables in seconds, integers bare, the rest quoted (Galera
+/// declares some numbers as text, e.g. `repl.commit_order`).
+fn as_variable_value(text: &str, kind: &str) -> String {
+    let quoted = || format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"));
+    match kind {
+        "BOOLEAN" => lockstep_config::value::parse_bool(text).map_or_else(quoted, |b| if b { "ON" } else { "OFF" }.into()),
+        "DOUBLE" => lockstep_config::value::parse_duration(text).map_or_else(quoted, |d| format!("{:.6}", d.as_secs_f64())),
+        "BIGINT" if text.parse::<i64>().is_ok() => text.to_string(),
+        _ => quoted(),
     }
 }
 
@@ -594,12 +592,15 @@ mod tests {
     }
 
     #[test]
-    fn options_become_typed_sql_values() {
-        assert_eq!(as_variable_value("yes"), "ON");
-        assert_eq!(as_variable_value("no"), "OFF");
-        assert_eq!(as_variable_value("100"), "100");
-        assert_eq!(as_variable_value("PT1.5S"), "1.500000");
-        assert_eq!(as_variable_value("tcp://0.0.0.0:4567"), "'tcp://0.0.0.0:4567'");
-        assert_eq!(as_variable_value("it's"), "'it\\'s'");
+    fn options_become_values_of_their_variables_type() {
+        assert_eq!(as_variable_value("yes", "BOOLEAN"), "ON");
+        assert_eq!(as_variable_value("no", "BOOLEAN"), "OFF");
+        assert_eq!(as_variable_value("100", "BIGINT"), "100");
+        assert_eq!(as_variable_value("PT1.5S", "DOUBLE"), "1.500000");
+        assert_eq!(as_variable_value("5", "DOUBLE"), "5.000000");
+        assert_eq!(as_variable_value("3", "VARCHAR"), "'3'", "Galera's repl.commit_order is text");
+        assert_eq!(as_variable_value("none", "VARCHAR"), "'none'", "lockstep.log_sync=none is a word, not false");
+        assert_eq!(as_variable_value("tcp://0.0.0.0:4567", "VARCHAR"), "'tcp://0.0.0.0:4567'");
+        assert_eq!(as_variable_value("it's", "VARCHAR"), "'it\\'s'");
     }
 }
