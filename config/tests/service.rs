@@ -64,25 +64,12 @@ fn every_variable_galera_declares_has_its_type_read_only_flag_and_default() {
 
 #[test]
 fn options_galera_does_not_have_are_ours_alone() {
-    let extra: Vec<&str> = ours()
-        .iter()
-        .map(|p| p.name)
-        .filter(|n| {
-            !FIXTURE
-                .lines()
-                .any(|l| l.starts_with(&format!("{}\t", variable(n))))
-        })
-        .collect();
-    assert!(
-        extra.iter().all(|n| n.starts_with("lockstep.")),
-        "declared beyond Galera's: {extra:?}"
-    );
-    let names: std::collections::BTreeSet<&str> = ours().iter().map(|p| p.name).collect();
-    assert_eq!(
-        names.len(),
-        ours().len(),
-        "a name declared twice (11.8 unloads the provider)"
-    );
+    let ours = ours();
+    let declared_by_galera = |name: &str| FIXTURE.lines().any(|l| l.starts_with(&format!("{}\t", variable(name))));
+    let extra: Vec<&str> = ours.iter().map(|p| p.name).filter(|n| !declared_by_galera(n)).collect();
+    assert!(extra.iter().all(|n| n.starts_with("lockstep.")), "declared beyond Galera's: {extra:?}");
+    let names: std::collections::BTreeSet<&str> = ours.iter().map(|p| p.name).collect();
+    assert_eq!(names.len(), ours.len(), "a name declared twice (11.8 unloads the provider)");
 }
 
 /// The text wsrep-lib hands `options_set` when a variable is SET in
