@@ -219,9 +219,11 @@ pub(super) fn start_together(cluster: &Cluster, victims: &[usize], start: Start)
 /// whole cluster is Synced; how long that took.
 fn restart(cluster: &Cluster, victims: &[usize], spec: &RoundSpec) -> Result<Duration, String> {
     let started = Instant::now();
+    // Every failure, not the first: one node that never listens leaves the
+    // others waiting for it, and only its own log says why.
     let failures = start_together(cluster, victims, spec.start);
-    if let Some(first) = failures.into_iter().next() {
-        return Err(first);
+    if !failures.is_empty() {
+        return Err(failures.join("\n"));
     }
     let left = spec.recovery_timeout.saturating_sub(started.elapsed());
     cluster.wait_synced(left).map_err(|e| format!("the cluster did not become Synced: {e}"))?;

@@ -532,12 +532,30 @@ pub fn tail_lines(path: &Path, n: usize) -> String {
     let mut bytes = Vec::new();
     let _ = file.read_to_end(&mut bytes);
     let text = String::from_utf8_lossy(&bytes);
-    let lines: Vec<&str> = text.lines().collect();
-    let tail = &lines[lines.len().saturating_sub(n)..];
-    tail.iter()
-        .map(|l| format!("  {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let lines = fold_repeats(text.lines());
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Log lines, indented, with a run of lines that differ only in their
+/// timestamp shown once and counted: a node retrying a peer every half
+/// second would otherwise fill the whole tail and hide what came before.
+fn fold_repeats<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<String> {
+    // MariaDB's error log opens each line with "YYYY-MM-DD HH:MM:SS "
+    // (the hour space-padded).
+    let message = |l: &'a str| -> &'a str {
+        let after_date = l.split_once(' ').filter(|_| l.starts_with(|c: char| c.is_ascii_digit()));
+        after_date.and_then(|(_, rest)| rest.trim_start().split_once(' ')).map_or(l, |(_, m)| m)
+    };
+    let mut out: Vec<(String, &str, usize)> = Vec::new();
+    for line in lines {
+        match out.last_mut() {
+            Some((_, last, count)) if *last == message(line) => *count += 1,
+            _ => out.push((format!("  {line}"), message(line), 1)),
+        }
+    }
+    out.into_iter()
+        .map(|(line, _, count)| if count > 1 { format!("{line}  (and {} more times)", count - 1) } else { line })
+        .collect()
 }
 
 /// An option's text as the SQL value of a variable of type `kind` (as
@@ -574,6 +592,23 @@ mod tests {
         status.vars.insert("wsrep_ready".into(), "OFF".into());
         assert!(!status.is_synced());
         assert!(status.summary().contains("wsrep_ready=OFF"));
+    }
+
+    #[test]
+    fn a_run_of_lines_that_differ_in_their_timestamp_only_is_shown_once() {
+        let log = "2026-12-07  4:00:43 0 [Note] WSREP: starting\n\
+                   2026-12-07  4:00:44 0 [Note] WSREP: cannot contact 127.0.0.1:26401\n\
+                   2026-12-07  4:00:45 0 [Note] WSREP: cannot contact 127.0.0.1:26401\n\
+                   2026-12-07 14:00:45 0 [Note] WSREP: cannot contact 127.0.0.1:26401\n\
+                   no timestamp\nno timestamp";
+        assert_eq!(
+            fold_repeats(log.lines()),
+            [
+                "  2026-12-07  4:00:43 0 [Note] WSREP: starting",
+                "  2026-12-07  4:00:44 0 [Note] WSREP: cannot contact 127.0.0.1:26401  (and 2 more times)",
+                "  no timestamp  (and 1 more times)",
+            ]
+        );
     }
 
     #[test]
