@@ -79,6 +79,17 @@ pub fn port_is_free(port: u16) -> bool {
     TcpListener::bind(("127.0.0.1", port)).is_ok()
 }
 
+/// What `ss` shows of the sockets on `port`, with their processes: which
+/// process holds it, or that a connection of ours took it as its local
+/// port, is what the next person needs (a busy port ended a CI run once).
+fn holders(port: u16) -> String {
+    let filter = format!("sport = :{port}");
+    match std::process::Command::new("ss").args(["-tanp", &filter]).output() {
+        Ok(out) => String::from_utf8_lossy(&out.stdout).trim_end().to_string(),
+        Err(e) => format!("(ss: {e})"),
+    }
+}
+
 /// How long a port may stay busy before it counts as taken: a node killed
 /// a moment ago frees its ports only once the kernel has closed every
 /// socket of it (and of children that inherited one), which takes a
@@ -94,8 +105,9 @@ pub fn check_ports(spec: &ClusterSpec, node: usize) -> Result<()> {
         }
         if !port_is_free(port) {
             return Err(Error::msg(format!(
-                "port {port} (node{node} {role}) is busy: another server uses it \
-                 (see `ss -ltnp 'sport = :{port}'`); pick another --base-port"
+                "port {port} (node{node} {role}) is busy: another server uses it; \
+                 pick another --base-port. Its sockets now (`ss -tanp 'sport = :{port}'`):\n{}",
+                holders(port)
             )));
         }
     }
