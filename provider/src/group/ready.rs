@@ -72,4 +72,7 @@ pub fn hand_off(h: &mut impl ReadyHandler) {
     if super::commit_ahead::commit_ahead(&mut h.raw().raft, conf_stored) {
         hand_off(h);
     }
+    // For the steps until the next Ready, under the configuration as now.
+    let skip = super::commit_ahead::followers_commit_ahead(&h.raw().raft);
+    h.raw().raft.skip_bcast_commit(skip);
 }
