@@ -788,7 +788,11 @@ impl Driver {
             Frame::Flow(signal) => {
                 // Only members may pause the group.
                 if self.state.member_by_raft_id(from).is_some() {
-                    self.fc.on_message(from, signal, self.clock.now());
+                    let now = self.clock.now();
+                    self.fc.on_message(from, signal, now);
+                    if let Some(sig) = self.fc.resume_deferred(self.me.id.raft_id(), now) {
+                        self.broadcast_flow(sig);
+                    }
                     self.publish_flow();
                 }
             }

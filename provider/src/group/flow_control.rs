@@ -41,6 +41,9 @@ pub struct FlowControl {
     stops: BTreeMap<u64, Instant>,
     /// This member's STOP holds.
     requested: bool,
+    /// This member's backlog asks for a STOP while another member's holds:
+    /// sent once none holds (see `local`).
+    deferred: bool,
     last_repeat: Option<Instant>,
     counters: Counters,
 }
@@ -65,22 +68,52 @@ impl FlowControl {
 
     /// The local member's backlog crossed a limit: the signal to broadcast
     /// (its own STOP counts for itself at once).
+    ///
+    /// As in Galera, a member does not ask for a stop while another
+    /// member's holds: the group is paused already, and every member
+    /// drains meanwhile. It asks once that one goes on, if its backlog
+    /// still wants it ([`FlowControl::resume_deferred`]). Without this,
+    /// each member's STOPs overlapped the others' at their own rhythm and
+    /// the writers were held for the union of them (issue 52).
     pub fn local(&mut self, me: u64, signal: Signal, now: Instant) -> Option<Signal> {
         match (signal, self.requested) {
-            (Signal::Stop, false) => {
-                self.requested = true;
-                self.counters.sent += 1;
-                self.last_repeat = Some(now);
-                self.on_message(me, Signal::Stop, now);
-                Some(Signal::Stop)
+            (Signal::Stop, false) if self.others_hold(me, now) => {
+                self.deferred = true;
+                None
             }
+            (Signal::Stop, false) => self.stop(me, now),
             (Signal::Cont, true) => {
                 self.requested = false;
                 self.on_message(me, Signal::Cont, now);
                 Some(Signal::Cont)
             }
+            (Signal::Cont, false) => {
+                self.deferred = false;
+                None
+            }
             _ => None,
         }
+    }
+
+    /// The STOP a member deferred, once no other member's holds.
+    pub fn resume_deferred(&mut self, me: u64, now: Instant) -> Option<Signal> {
+        if !self.deferred || self.others_hold(me, now) {
+            return None;
+        }
+        self.stop(me, now)
+    }
+
+    fn stop(&mut self, me: u64, now: Instant) -> Option<Signal> {
+        self.deferred = false;
+        self.requested = true;
+        self.counters.sent += 1;
+        self.last_repeat = Some(now);
+        self.on_message(me, Signal::Stop, now);
+        Some(Signal::Stop)
+    }
+
+    fn others_hold(&self, me: u64, now: Instant) -> bool {
+        self.stops.iter().any(|(&id, &until)| id != me && until > now)
     }
 
     /// A member's STOP or CONT arrived (or a repeat of it).
@@ -97,10 +130,14 @@ impl FlowControl {
         }
     }
 
-    /// Periodic work: the STOP to repeat, if ours holds and is due; lapsed
-    /// leases are dropped.
+    /// Periodic work: the STOP to repeat, if ours holds and is due, or the
+    /// one deferred once the others' leases lapsed; lapsed leases are
+    /// dropped.
     pub fn tick(&mut self, me: u64, now: Instant) -> Option<Signal> {
         self.stops.retain(|_, until| *until > now);
+        if let Some(stop) = self.resume_deferred(me, now) {
+            return Some(stop);
+        }
         if !self.requested || self.last_repeat.is_some_and(|t| now < t + REPEAT) {
             return None;
         }
@@ -156,6 +193,32 @@ mod tests {
         assert!(fc.paused(t0 + REPEAT + LEASE / 2), "its own lease is renewed too");
         fc.local(1, Signal::Cont, t0 + REPEAT * 2);
         assert_eq!(fc.tick(1, t0 + REPEAT * 3), None);
+    }
+
+    #[test]
+    fn a_stop_wanted_while_another_members_holds_is_sent_when_that_one_goes_on() {
+        let now = Instant::now();
+        let mut fc = FlowControl::default();
+        fc.on_message(2, Signal::Stop, now);
+        assert_eq!(fc.local(1, Signal::Stop, now), None, "the group is paused already");
+        assert!(!fc.requested());
+        assert_eq!(fc.resume_deferred(1, now), None, "member 2's still holds");
+        fc.on_message(2, Signal::Cont, now);
+        assert_eq!(fc.resume_deferred(1, now), Some(Signal::Stop));
+        assert!(fc.requested() && fc.paused(now));
+        assert_eq!(fc.counters().sent, 1);
+        // Deferred, then no longer wanted: nothing is sent.
+        let mut fc = FlowControl::default();
+        fc.on_message(2, Signal::Stop, now);
+        fc.local(1, Signal::Stop, now);
+        assert_eq!(fc.local(1, Signal::Cont, now), None);
+        fc.on_message(2, Signal::Cont, now);
+        assert_eq!(fc.resume_deferred(1, now), None);
+        // A lease that lapses frees it too, at the next tick.
+        let mut fc = FlowControl::default();
+        fc.on_message(2, Signal::Stop, now);
+        fc.local(1, Signal::Stop, now);
+        assert_eq!(fc.tick(1, now + LEASE), Some(Signal::Stop));
     }
 
     #[test]
