@@ -26,12 +26,17 @@ fn shown(p: &Param) -> (&'static str, &'static str, String) {
     }
 }
 
-fn ours() -> Vec<Param> {
+/// The defaults, with the node address and port the fixture's node had.
+fn defaults() -> Config {
     let node = NodeInfo {
         node_address: "127.0.0.1",
         data_dir: "/tmp/cfg-galera/a/",
     };
-    parameters(&Config::init(&node, "base_port=39501").expect("defaults"))
+    Config::init(&node, "base_port=39501").expect("defaults")
+}
+
+fn ours() -> Vec<Param> {
+    parameters(&defaults())
 }
 
 #[test]
@@ -97,13 +102,9 @@ const GALERA_REFUSES: &[&str] = &[
 
 #[test]
 fn a_writable_variable_set_to_its_own_value_is_accepted_where_galera_accepts_it() {
-    let node = NodeInfo {
-        node_address: "127.0.0.1",
-        data_dir: "/tmp/cfg-galera/a/",
-    };
     let mut refused = Vec::new();
     for p in ours().iter().filter(|p| !p.read_only) {
-        let mut cfg = Config::init(&node, "base_port=39501").expect("defaults");
+        let mut cfg = defaults();
         if cfg
             .set(&format!("{}={}", p.name, as_wsrep_lib_sets(&p.value)))
             .is_err()

@@ -548,9 +548,10 @@ fn fold_repeats<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<String> {
     };
     let mut out: Vec<(String, &str, usize)> = Vec::new();
     for line in lines {
+        let text = message(line);
         match out.last_mut() {
-            Some((_, last, count)) if *last == message(line) => *count += 1,
-            _ => out.push((format!("  {line}"), message(line), 1)),
+            Some((_, last, count)) if *last == text => *count += 1,
+            _ => out.push((format!("  {line}"), text, 1)),
         }
     }
     out.into_iter()
