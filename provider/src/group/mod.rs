@@ -7,46 +7,27 @@
 //! states. The node layer receives the result as [`GroupEvent`]s through
 //! its [`Delivery`]. Members talk over [`crate::transport`].
 
-mod answers;
-mod arbitrator_hold;
-pub(crate) mod commands;
-mod commit_ahead;
-mod commit_only;
-pub mod cut_off;
-mod defrag;
-mod driver;
-mod incarnation;
-pub mod entry;
-pub mod io;
-pub mod flow_control;
-pub mod cluster_lag;
-pub(crate) mod frame;
-pub mod liveness;
-mod load;
-mod log;
+mod flow;
 mod membership;
-mod own_payloads;
-mod phase;
-pub mod placement;
-pub mod pieces;
-mod proposals;
-pub mod round_trips;
-pub mod quorum;
-pub mod weights;
-pub mod vote;
-mod weighted;
-pub mod ready;
-pub mod recovery;
-mod raft_log;
-pub mod relay;
-mod runner;
-pub mod snapshot_watch;
-mod standstill;
-pub use standstill::STOOD_STILL;
+mod order;
+mod primary;
+mod shell;
 pub mod state;
-pub mod sequence;
-pub mod step;
-mod unconfirmed;
+mod wire;
+
+// Each module at the path the rest of the crate knows it by.
+pub use flow::{cluster_lag, flow_control};
+pub(crate) use flow::gate::FlowGate;
+pub use flow::gate::FlowStats;
+pub use membership::{placement, recovery};
+pub use order::{round_trips, sequence};
+pub use primary::{cut_off, liveness, quorum, weights};
+pub use primary::standstill::STOOD_STILL;
+pub use shell::{io, ready, snapshot_watch, step};
+pub(crate) use shell::commands;
+pub use state::vote;
+pub use wire::{entry, pieces, relay};
+pub(crate) use wire::frame;
 
 use std::sync::atomic::{AtomicU8, Ordering as AtomicOrdering};
 use std::sync::mpsc::{channel, RecvTimeoutError};
@@ -54,17 +35,17 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub use driver::Delivery;
+pub use shell::driver::Delivery;
 /// The Raft settings every member starts from (the simulator pins the
 /// election timeout in them), and the snapshot's two parts.
-pub use driver::{campaigns_last, raft_config, send_window, split_snapshot};
+pub use shell::driver::{campaigns_last, raft_config, send_window, split_snapshot};
 #[cfg(test)]
-use driver::raft_node_with;
-pub use log::GroupLog;
+use shell::driver::raft_node_with;
+pub use shell::log::GroupLog;
 pub use entry::{IstRequest, MemberInfo, Transition};
 pub use state::{DonorError, GroupEvent, GroupState, MemberState, View};
 
-pub(crate) use driver::{Command, Counters, Driver, DriverConfig, Limits, Retention, Start};
+pub(crate) use shell::driver::{Command, Counters, Driver, DriverConfig, Limits, Retention, Start};
 pub use flow_control::Signal;
 use entry::Entry;
 
@@ -144,130 +125,11 @@ pub struct Group {
     flow: Arc<FlowGate>,
 }
 
-/// Flow control as replicating threads see it: the driver opens and
-/// closes it, `certify` and TOI wait at it.
-#[derive(Default)]
-pub(crate) struct FlowGate {
-    state: Mutex<FlowState>,
-    cv: std::sync::Condvar,
-}
-
-#[derive(Default, Clone, Copy)]
-struct FlowState {
-    /// The cluster's worst apply lag, ms (see `cluster_lag`).
-    worst_lag_ms: u32,
-    paused: bool,
-    since: Option<Instant>,
-    /// Time paused before `since` (and since the last reset).
-    paused_ns: u64,
-    paused_ns_since_reset: u64,
-    reset_at: Option<Instant>,
-    requested: bool,
-    counters: flow_control::Counters,
-}
-
-/// The six `wsrep_flow_control_*` status values.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct FlowStats {
-    pub paused_ns: u64,
-    /// Fraction of time paused since the last reset.
-    pub paused: f64,
-    pub sent: u64,
-    pub recv: u64,
-    pub active: bool,
-    pub requested: bool,
-}
-
-impl FlowGate {
-    fn lock(&self) -> std::sync::MutexGuard<'_, FlowState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The driver publishes flow control's state after every change.
-    pub(super) fn publish(&self, paused: bool, requested: bool, counters: flow_control::Counters, now: Instant) {
-        let mut s = self.lock();
-        if paused && !s.paused {
-            s.since = Some(now);
-        } else if !paused && s.paused {
-            let ns = s.since.take().map_or(0, |t| now.saturating_duration_since(t).as_nanos() as u64);
-            s.paused_ns += ns;
-            s.paused_ns_since_reset += ns;
-        }
-        (s.paused, s.requested, s.counters) = (paused, requested, counters);
-        drop(s);
-        if !paused {
-            // One writer, which wakes the next as it goes (see `wait`).
-            self.cv.notify_one();
-        }
-    }
-
-    pub(super) fn publish_lag(&self, worst_ms: u32) {
-        self.lock().worst_lag_ms = worst_ms;
-    }
-
-    /// Whether writers must wait now (the simulator's clients do not).
-    pub(crate) fn is_paused(&self) -> bool {
-        self.lock().paused
-    }
-
-    /// Waits while the group is paused. Bounded: a pause lasts at most a
-    /// lease unless a member keeps asking for it, and the driver re-checks
-    /// on every tick.
-    ///
-    /// The writers a pause held go on one after another, each woken by the
-    /// one before it, as Galera's send monitor lets them through: released
-    /// all at once (64 writers), they land on the slow member as one burst
-    /// that its next STOP, already on its way, cannot hold back, and its
-    /// queue overshoots the limit by all of them (issue 52: node 2's mean
-    /// queue was twice the upper limit, node 1 paused 84% of the time).
-    fn wait(&self, stopped: &std::sync::atomic::AtomicBool, interrupted: &std::sync::atomic::AtomicBool) {
-        let mut s = self.lock();
-        let mut waited = false;
-        while s.paused && !stopped.load(AtomicOrdering::SeqCst) && !interrupted.load(AtomicOrdering::SeqCst) {
-            waited = true;
-            s = self.cv.wait_timeout(s, Duration::from_millis(100)).unwrap_or_else(|e| e.into_inner()).0;
-        }
-        if waited && !s.paused {
-            self.cv.notify_one();
-        }
-    }
-
-    fn wake(&self) {
-        let _s = self.lock();
-        self.cv.notify_all();
-    }
-
-    fn stats(&self, now: Instant) -> FlowStats {
-        let s = self.lock();
-        let current = s.since.map_or(0, |t| now.saturating_duration_since(t).as_nanos() as u64);
-        let window = s.reset_at.map_or(0, |t| now.saturating_duration_since(t).as_nanos() as u64);
-        let paused = if window == 0 { 0.0 } else { (s.paused_ns_since_reset + current) as f64 / window as f64 };
-        FlowStats {
-            paused_ns: s.paused_ns + current,
-            paused: paused.min(1.0),
-            sent: s.counters.sent,
-            recv: s.counters.recv,
-            active: s.paused,
-            requested: s.requested,
-        }
-    }
-
-    fn reset(&self, now: Instant) {
-        let mut s = self.lock();
-        s.paused_ns_since_reset = 0;
-        s.reset_at = Some(now);
-        if s.paused {
-            s.paused_ns += s.since.map_or(0, |t| now.saturating_duration_since(t).as_nanos() as u64);
-            s.since = Some(now);
-        }
-    }
-}
-
 impl Group {
     pub fn start(cfg: GroupConfig, delivery: Box<dyn Delivery>) -> Result<Group, GroupError> {
         let (commands, inbox) = commands::queue();
         let runner_slot = Arc::new(std::sync::OnceLock::new());
-        let net = start_transport(&cfg, runner::NetInbox { commands: commands.clone(), runner: runner_slot.clone() })?;
+        let net = start_transport(&cfg, shell::runner::NetInbox { commands: commands.clone(), runner: runner_slot.clone() })?;
         let mut me = cfg.me;
         if me.address.is_empty() || me.address.ends_with(":0") {
             me.address = net.local_addr().to_string();
@@ -278,14 +140,14 @@ impl Group {
             Mode::Join { peers } => Start::Join { peers },
         };
         let raft = match me.arbitrator {
-            true => driver::campaigns_last(raft_config(me.id.raft_id())),
+            true => shell::driver::campaigns_last(raft_config(me.id.raft_id())),
             false => raft_config(me.id.raft_id()),
         };
         let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts, previous: cfg.previous, raft, limits: Limits::default() };
         let flow = Arc::new(FlowGate::default());
         flow.reset(Instant::now());
-        let driver = Driver::new(driver_cfg, inbox, delivery, net.clone(), Arc::new(io::SystemClock::new()), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
-        let runner = runner::Runner::new(driver, commands.clone());
+        let driver = Driver::new(driver_cfg, inbox, delivery, net.clone(), Arc::new(shell::io::SystemClock::new()), counters.clone(), flow.clone()).map_err(|e| GroupError::Raft(e.to_string()))?;
+        let runner = shell::runner::Runner::new(driver, commands.clone());
         let _ = runner_slot.set(Arc::downgrade(&runner));
         let raft = spawn("lockstep-group", move || runner.run())?;
         Ok(Group { me, commands, threads: Mutex::new(vec![raft]), counters, net, flow })
@@ -429,7 +291,7 @@ impl Group {
     /// `wsrep_cluster_apply_lag_ms`: the largest apply lag the members
     /// reported in the last seconds.
     pub fn cluster_apply_lag_ms(&self) -> u32 {
-        self.flow.lock().worst_lag_ms
+        self.flow.worst_lag_ms()
     }
 
     pub fn flow_stats(&self) -> FlowStats {
@@ -498,7 +360,7 @@ impl Drop for Group {
     }
 }
 
-fn start_transport(cfg: &GroupConfig, inbox: runner::NetInbox) -> Result<Arc<Transport>, GroupError> {
+fn start_transport(cfg: &GroupConfig, inbox: shell::runner::NetInbox) -> Result<Arc<Transport>, GroupError> {
     let identity = Identity { id: cfg.me.id.raft_id(), uuid: cfg.me.id, listen: cfg.me.address.clone(), segment: cfg.segment };
     let mut tc = TransportConfig::new(&cfg.listen, &cfg.cluster_name, identity);
     tc.allow = cfg.allow.clone();

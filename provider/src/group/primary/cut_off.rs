@@ -38,8 +38,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::state::{GroupState, Member};
+use crate::group::state::{GroupState, Member};
 use super::weights::{self, Standing};
+pub use crate::group::wire::notices::LeaderWord;
 
 /// Three lag reports, or seven heartbeats, missed in a row. Reads on a
 /// member cut off stay less stale than this plus a tick (under the
@@ -59,17 +60,6 @@ pub fn window(tick: Duration) -> Duration {
 /// half commits without the other.
 pub fn hears_a_minority(state: &GroupState, heard: impl Fn(&Member) -> bool) -> bool {
     weights::side_standing(state, heard) == Standing::Minority
-}
-
-/// A follower's word on its leader, sent with each lag report
-/// (`Frame::Leader`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LeaderWord {
-    /// The leader's raft id.
-    pub leader: u64,
-    pub term: u64,
-    /// How long the sender had not heard the leader when it sent this.
-    pub silent_ms: u32,
 }
 
 /// How lately another member must have heard the leader, counted from
@@ -122,8 +112,8 @@ mod tests {
         // The last word before a cut is at most a heartbeat (two ticks of
         // 50 ms) old; the verdict comes at the first tick past the window.
         let worst = window(Duration::from_millis(50)) + Duration::from_millis(50);
-        assert!(worst < super::super::standstill::STOOD_STILL, "{:?}", worst);
-        assert!(CUT_OFF >= 3 * super::super::cluster_lag::REPORT_EVERY);
+        assert!(worst < crate::group::primary::standstill::STOOD_STILL, "{:?}", worst);
+        assert!(CUT_OFF >= 3 * crate::group::flow::cluster_lag::REPORT_EVERY);
     }
 
     #[test]
@@ -146,7 +136,7 @@ mod tests {
     #[test]
     fn a_word_is_fresh_for_a_heartbeat_and_a_report_period() {
         let heartbeat = Duration::from_millis(100);
-        assert!(heard_elsewhere_within(CUT_OFF) >= heartbeat + super::super::cluster_lag::REPORT_EVERY + Duration::from_millis(100));
+        assert!(heard_elsewhere_within(CUT_OFF) >= heartbeat + crate::group::flow::cluster_lag::REPORT_EVERY + Duration::from_millis(100));
         assert!(heard_elsewhere_within(CUT_OFF) < CUT_OFF);
     }
 }

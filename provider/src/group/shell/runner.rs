@@ -116,7 +116,7 @@ fn turn(d: &mut Driver) -> bool {
 /// The transport's inbox: frames are offered to the runner, link events
 /// go to the queue (they come under the transport's peers lock, which
 /// the driver's sends take too: running the driver there would deadlock).
-pub(super) struct NetInbox {
+pub(in crate::group) struct NetInbox {
     pub commands: Arc<Commands>,
     /// Set once the driver exists (the transport starts before it).
     pub runner: Arc<std::sync::OnceLock<Weak<Runner>>>,

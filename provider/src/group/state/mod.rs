@@ -7,13 +7,14 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::entry::{Entry, IstRequest, MemberInfo, Membership, Transition};
-use super::pieces::{Assembled, Assemblies};
-use super::vote::{Tally, Votes};
-use super::weights;
+use crate::group::wire::entry::{Entry, IstRequest, MemberInfo, Membership, Transition};
+use crate::group::wire::pieces::{Assembled, Assemblies};
+use vote::{Tally, Votes};
 use crate::gtid::{Seqno, Uuid};
+pub use crate::group::wire::notices::Component;
 
 mod snapshot;
+pub mod vote;
 
 /// A member's state as the group records it (Galera's member status).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -77,14 +78,14 @@ impl View {
         out.extend_from_slice(&self.conf_id.to_le_bytes());
         out.extend_from_slice(&(self.members.len() as u32).to_le_bytes());
         for m in &self.members {
-            super::entry::encode_member(m, &mut out);
+            crate::group::wire::entry::encode_member(m, &mut out);
         }
         out
     }
 
     /// The view `encode` wrote, seen from member `me`.
     pub fn decode(buf: &[u8], me: Uuid) -> Result<View, crate::wire::WireError> {
-        use super::entry::decode_member;
+        use crate::group::wire::entry::decode_member;
         use crate::wire::{Reader, WireError};
         let mut r = Reader::new(buf);
         match r.u8().map_err(|_| WireError::Empty)? {
@@ -166,25 +167,15 @@ pub enum GroupEvent {
     Halted { index: u64 },
 }
 
-/// A primary component's identity: who bootstrapped it (or formed it again
-/// alone, `reform`) and at which seqno. No member bootstraps twice at one
-/// seqno, since the bootstrap's view consumes the next one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Component {
-    pub former: Uuid,
-    pub from: Seqno,
-}
+/// Galera's default `pc.weight`.
+pub const DEFAULT: u32 = 1;
 
-impl Component {
-    /// Its wire form (24 bytes), in snapshots and commit notices alike.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.former.0);
-        out.extend_from_slice(&self.from.to_le_bytes());
-    }
-
-    pub fn decode(r: &mut crate::wire::Reader<'_>) -> Result<Component, crate::wire::WireError> {
-        Ok(Component { former: r.uuid()?, from: r.u64()? as Seqno })
-    }
+/// Whether weights differ among these members (only then does a head
+/// count differ from a weighing).
+pub fn unequal(weights: impl IntoIterator<Item = u32>) -> bool {
+    let mut it = weights.into_iter();
+    let Some(first) = it.next() else { return false };
+    it.any(|w| w != first)
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -286,7 +277,7 @@ impl GroupState {
     /// Whether members weigh differently (then quorum is a weighing, see
     /// `weights`).
     pub fn weighted(&self) -> bool {
-        weights::unequal(self.members.iter().map(|m| m.weight))
+        unequal(self.members.iter().map(|m| m.weight))
     }
 
     /// The weight of the members that `counts`.
@@ -439,7 +430,7 @@ impl GroupState {
         self.history = history;
         self.seqno = position.max(0);
         self.component = Some(Component { former: member.id, from: position });
-        self.members = vec![Member { info: member, state: MemberState::Synced, desync_count: 0, voter: true, weight: weights::DEFAULT, donor_chosen: false }];
+        self.members = vec![Member { info: member, state: MemberState::Synced, desync_count: 0, voter: true, weight: DEFAULT, donor_chosen: false }];
         self.primary_view(out);
         let m = &self.members[0];
         out.push(GroupEvent::MemberState { member: m.info.id, state: m.state, desync_count: 0 });
@@ -474,7 +465,7 @@ impl GroupState {
             return; // a retried join
         }
         let id = member.id;
-        self.members.push(Member { info: member, state: MemberState::Joiner, desync_count: 0, voter: false, weight: weights::DEFAULT, donor_chosen: false });
+        self.members.push(Member { info: member, state: MemberState::Joiner, desync_count: 0, voter: false, weight: DEFAULT, donor_chosen: false });
         self.primary_view(out);
         out.push(GroupEvent::MemberState { member: id, state: MemberState::Joiner, desync_count: 0 });
     }

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use raft::StateRole;
 
-use super::driver::Driver;
-use super::state::GroupEvent;
+use crate::group::shell::driver::Driver;
+use crate::group::state::GroupEvent;
 use crate::gtid::Uuid;
 use crate::log;
 
@@ -98,7 +98,7 @@ impl Placement {
 
 impl Driver {
     /// Counts the writesets among the events from `from` on, while leading.
-    pub(super) fn count_writers(&mut self, from: usize) {
+    pub(in crate::group) fn count_writers(&mut self, from: usize) {
         if self.incarnation.raw.raft.state != StateRole::Leader {
             return;
         }
@@ -113,7 +113,7 @@ impl Driver {
 
     /// Once a window: the leader hands over to the busiest segment's
     /// busiest writer, when that is another segment (see the module).
-    pub(super) fn place_leader(&mut self) {
+    pub(in crate::group) fn place_leader(&mut self) {
         let now = self.clock.now();
         let raft = &self.incarnation.raw.raft;
         let leader = raft.state == StateRole::Leader;
@@ -132,7 +132,7 @@ impl Driver {
     /// leadership to the data voter that holds most of the log; raft-rs
     /// brings it up to date first, and gives up after an election timeout,
     /// after which this asks again.
-    pub(super) fn hand_over(&mut self) {
+    pub(in crate::group) fn hand_over(&mut self) {
         let raft = &self.incarnation.raw.raft;
         if !self.me.arbitrator || raft.state != StateRole::Leader || raft.lead_transferee.is_some() {
             return;
@@ -145,7 +145,7 @@ impl Driver {
         }
     }
 
-    fn candidate(&self, m: &super::state::Member, now: Instant) -> Candidate {
+    fn candidate(&self, m: &crate::group::state::Member, now: Instant) -> Candidate {
         let id = m.info.id.raft_id();
         if m.info.id == self.me.id {
             return Candidate { id: m.info.id, segment: Some(self.net.own_segment()), eligible: false };

@@ -128,7 +128,7 @@ fn watch(overslept_ms: &AtomicU64, stop: &AtomicBool) {
         std::thread::park_timeout(NAP);
         let now = Instant::now();
         let late = now.saturating_duration_since(before).saturating_sub(NAP);
-        if late > super::standstill::STOOD_STILL {
+        if late > crate::group::primary::standstill::STOOD_STILL {
             overslept_ms.fetch_max(late.as_millis() as u64, Ordering::Relaxed);
         }
         before = now;

@@ -11,11 +11,8 @@ use bytes::Bytes;
 use protobuf::Message as _;
 use raft::prelude::Message;
 
-use super::cut_off::LeaderWord;
 use super::entry::{decode_member, encode_member, MemberInfo};
-use super::flow_control::Signal;
-use super::state::Component;
-use super::weights::CommitNotice;
+use super::notices::{CommitNotice, Component, LeaderWord, Signal};
 use crate::gtid::{Seqno, Uuid};
 use crate::wire::{Reader, WireError};
 

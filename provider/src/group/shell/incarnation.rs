@@ -17,56 +17,56 @@ use std::time::Instant;
 use raft::RawNode;
 
 use super::log::GroupLog;
-use super::quorum::Quorum;
-use super::unconfirmed::Unconfirmed;
-use super::weights::Gate;
+use crate::group::primary::quorum::Quorum;
+use crate::group::order::unconfirmed::Unconfirmed;
+use crate::group::primary::weights::Gate;
 use crate::gtid::{Seqno, Uuid};
 
 /// Fire-and-forget proposals kept while no leader is known. A member
 /// makes a handful per state change, so this only bounds a pathology.
-pub(super) const MAX_DROPPED: usize = 1024;
+pub(in crate::group) const MAX_DROPPED: usize = 1024;
 
 pub(crate) struct Incarnation {
-    pub(super) raw: RawNode<GroupLog>,
+    pub(in crate::group) raw: RawNode<GroupLog>,
     /// Whether this Raft node still has a leader (the primary component).
-    pub(super) quorum: Quorum,
+    pub(in crate::group) quorum: Quorum,
     /// Committed entries waiting for the weighted commit index.
-    pub(super) gate: Gate,
+    pub(in crate::group) gate: Gate,
     /// The leader's last verdict on its weight (leader, primary, when).
-    pub(super) leader_says: Option<(u64, bool, Instant)>,
+    pub(in crate::group) leader_says: Option<(u64, bool, Instant)>,
     /// Members of our last primary view whose node has restarted since:
     /// gone for good, whatever partition they seemed to be in; with the
     /// address each new node calls from, and where its log reaches (in
     /// our history).
-    pub(super) restarted: BTreeMap<Uuid, (String, Option<Seqno>)>,
+    pub(in crate::group) restarted: BTreeMap<Uuid, (String, Option<Seqno>)>,
     /// Fire-and-forget proposals Raft dropped (no leader), to retry; at
     /// most MAX_DROPPED.
-    pub(super) dropped: VecDeque<Vec<u8>>,
+    pub(in crate::group) dropped: VecDeque<Vec<u8>>,
     /// ReadIndex requests Raft has not answered yet, and answered ones
     /// waiting for the applied index to reach them. Dropped with the
     /// incarnation, their callers hear an error rather than wait for an
     /// answer the new Raft node will never give.
-    pub(super) reads_asked: Vec<(u64, Sender<Seqno>)>,
-    pub(super) reads_ready: Vec<(u64, Sender<Seqno>)>,
+    pub(in crate::group) reads_asked: Vec<(u64, Sender<Seqno>)>,
+    pub(in crate::group) reads_ready: Vec<(u64, Sender<Seqno>)>,
     /// This member's Sync transition, held until the member votes (see
     /// `Driver::hold_sync`).
-    pub(super) held_sync: Option<Vec<u8>>,
+    pub(in crate::group) held_sync: Option<Vec<u8>>,
     /// This member's requests proposed again until seen committed.
-    pub(super) unconfirmed: Unconfirmed,
+    pub(in crate::group) unconfirmed: Unconfirmed,
     /// The highest index of a configuration change stored in this Raft
     /// node's log (see `commit_ahead`).
-    pub(super) conf_stored: u64,
+    pub(in crate::group) conf_stored: u64,
 }
 
 impl Incarnation {
     /// The member's first Raft node.
-    pub(super) fn first(raw: RawNode<GroupLog>) -> Incarnation {
+    pub(in crate::group) fn first(raw: RawNode<GroupLog>) -> Incarnation {
         Incarnation::with_gate(raw, Gate::default())
     }
 
     /// The next Raft node of the member: only what is about the member,
     /// not about the node it had, carries over.
-    pub(super) fn next(&self, raw: RawNode<GroupLog>) -> Incarnation {
+    pub(in crate::group) fn next(&self, raw: RawNode<GroupLog>) -> Incarnation {
         Incarnation::with_gate(raw, self.gate.for_next_log())
     }
 

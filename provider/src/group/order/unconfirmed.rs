@@ -23,13 +23,13 @@ use std::time::{Duration, Instant};
 
 use crate::log;
 
-use super::entry::{Entry, Transition};
-use super::state::{GroupState, MemberState};
+use crate::group::wire::entry::{Entry, Transition};
+use crate::group::state::{GroupState, MemberState};
 use crate::gtid::{Seqno, Uuid};
 
 /// Longer than an answer takes when nothing is lost (milliseconds), short
 /// beside what a lost one cost (a test's minute, a user's restart).
-pub(super) const RESEND_AFTER: Duration = Duration::from_secs(3);
+pub(in crate::group) const RESEND_AFTER: Duration = Duration::from_secs(3);
 /// A node has a vote under way per seqno its appliers wait on (a handful):
 /// this bounds a pathology, dropping the oldest.
 const MAX_KEPT: usize = 64;
@@ -50,7 +50,7 @@ pub(crate) struct Unconfirmed {
 
 impl Unconfirmed {
     /// A proposal of this member's: kept if it is of a kind above.
-    pub(super) fn sent(&mut self, me: Uuid, entry: &Entry, data: &[u8], state: &GroupState, now: Instant) {
+    pub(in crate::group) fn sent(&mut self, me: Uuid, entry: &Entry, data: &[u8], state: &GroupState, now: Instant) {
         let joiner = state.member(me).is_some_and(|m| m.state == MemberState::Joiner);
         if let Some(kind) = kind_of(me, entry).filter(|k| *k != Kind::Join || joiner) {
             self.kept.retain(|(k, ..)| *k != kind);
@@ -62,7 +62,7 @@ impl Unconfirmed {
     }
 
     /// A committed entry: its kind needs no resend any more.
-    pub(super) fn committed(&mut self, me: Uuid, entry: &Entry) {
+    pub(in crate::group) fn committed(&mut self, me: Uuid, entry: &Entry) {
         if let Some(kind) = kind_of(me, entry) {
             self.kept.retain(|(k, ..)| *k != kind);
         }
@@ -71,7 +71,7 @@ impl Unconfirmed {
     /// The entries to propose again now: unseen for `RESEND_AFTER`, and
     /// still without effect in `state` (a member restored from a snapshot
     /// never sees the entries before it). Others are forgotten.
-    pub(super) fn due(&mut self, me: Uuid, state: &GroupState, now: Instant) -> Vec<Vec<u8>> {
+    pub(in crate::group) fn due(&mut self, me: Uuid, state: &GroupState, now: Instant) -> Vec<Vec<u8>> {
         let own = state.member(me);
         let pending = |kind: Kind| match (kind, own) {
             (Kind::StateRequest, Some(m)) => m.state == MemberState::Joiner && !m.donor_chosen,

@@ -6,8 +6,8 @@
 //! member could rejoin and apply again. Every change now goes through
 //! `Driver::enter`, which checks it against `allowed`.
 
-use super::driver::Driver;
-use super::membership::{Joining, Leaving};
+use crate::group::shell::driver::Driver;
+use super::joining::{Joining, Leaving};
 use crate::log;
 
 pub(crate) enum Phase {
@@ -60,7 +60,7 @@ impl Driver {
     /// halts, so that its node leaves the cluster cleanly rather than go on
     /// in a state nobody designed (and the simulator, built for release,
     /// fails the run of a member that halted).
-    pub(super) fn enter(&mut self, next: Phase) {
+    pub(in crate::group) fn enter(&mut self, next: Phase) {
         if allowed(&self.phase, &next) {
             self.phase = next;
             return;
@@ -75,15 +75,15 @@ impl Driver {
     /// removed this member (evicted: it rejoins; left: it is done), nor
     /// once it halted. The group numbers what follows a removal for the
     /// members only, so a member that went on would see its seqnos jump.
-    pub(super) fn applies(&self) -> bool {
+    pub(in crate::group) fn applies(&self) -> bool {
         self.removed_at.is_none() && !matches!(self.phase, Phase::Halted | Phase::Left)
     }
 
-    pub(super) fn is_halted(&self) -> bool {
+    pub(in crate::group) fn is_halted(&self) -> bool {
         matches!(self.phase, Phase::Halted)
     }
 
-    pub(super) fn is_leaving_or_left(&self) -> bool {
+    pub(in crate::group) fn is_leaving_or_left(&self) -> bool {
         matches!(self.phase, Phase::Leaving(_) | Phase::Left)
     }
 }

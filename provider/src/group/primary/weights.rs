@@ -34,10 +34,9 @@ use std::time::Duration;
 
 use raft::prelude::Entry as RaftEntry;
 
-use super::state::{GroupState, Member};
-
-/// Galera's default `pc.weight`.
-pub const DEFAULT: u32 = 1;
+use crate::group::state::{GroupState, Member};
+pub use crate::group::wire::notices::CommitNotice;
+pub use crate::group::state::{unequal, DEFAULT};
 
 /// Where a side stands against the weight of the last primary view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,14 +54,6 @@ pub fn standing(side: u64, total: u64) -> Standing {
         std::cmp::Ordering::Equal => Standing::Split,
         std::cmp::Ordering::Less => Standing::Minority,
     }
-}
-
-/// Whether weights differ among these members (only then does a head
-/// count differ from a weighing).
-pub fn unequal(weights: impl IntoIterator<Item = u32>) -> bool {
-    let mut it = weights.into_iter();
-    let Some(first) = it.next() else { return false };
-    it.any(|w| w != first)
 }
 
 /// The highest log index held by voters weighing more than half of all
@@ -112,7 +103,7 @@ pub fn side_standing(state: &GroupState, hears: impl Fn(&Member) -> bool) -> Sta
 /// weight 1, 1, 1 and 3, a joiner of 1, the 3 crashed). Now that side is
 /// non-primary and its clients get an error, as Galera's would in a
 /// component without a weighted majority.
-pub fn leader_standing(state: &GroupState, leader: super::super::gtid::Uuid, heard: impl Fn(u64) -> bool) -> Standing {
+pub fn leader_standing(state: &GroupState, leader: crate::gtid::Uuid, heard: impl Fn(u64) -> bool) -> Standing {
     voters_standing(state, |m| m.info.id == leader || heard(m.info.id.raft_id()))
 }
 
@@ -124,7 +115,7 @@ pub fn voters_standing(state: &GroupState, counts: impl Fn(&Member) -> bool) -> 
 /// Whether the leader may remove silent `member`: the view without it
 /// must still weigh more than half (Galera's rule; otherwise the side
 /// turns non-primary instead). Always, while weights are equal.
-pub fn may_remove(state: &GroupState, member: super::super::gtid::Uuid) -> bool {
+pub fn may_remove(state: &GroupState, member: crate::gtid::Uuid) -> bool {
     !state.weighted() || side_standing(state, |m| m.info.id != member) == Standing::Majority
 }
 
@@ -138,7 +129,7 @@ pub fn may_remove(state: &GroupState, member: super::super::gtid::Uuid) -> bool 
 /// voter of 1 and a joiner of 1 stayed non-primary for good once the other
 /// voter died, since Raft could not elect it alone either (simulator seed
 /// 8199).
-pub fn decides_alone(state: &GroupState, member: super::super::gtid::Uuid) -> bool {
+pub fn decides_alone(state: &GroupState, member: crate::gtid::Uuid) -> bool {
     state.weighted() && voters_standing(state, |m| m.info.id == member) == Standing::Majority
 }
 
@@ -148,33 +139,8 @@ pub fn decides_alone(state: &GroupState, member: super::super::gtid::Uuid) -> bo
 /// leader's (a leader holds every entry committed before its term, and
 /// the follower commits only entries it matched with that leader), and
 /// any member that alone weighs more than half is one of the two.
-pub fn decides_with_leader(state: &GroupState, member: super::super::gtid::Uuid, leader: u64) -> bool {
+pub fn decides_with_leader(state: &GroupState, member: crate::gtid::Uuid, leader: u64) -> bool {
     state.weighted() && voters_standing(state, |m| m.info.id == member || m.info.id.raft_id() == leader) == Standing::Majority
-}
-
-/// What the leader tells the members every tick while weights differ.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CommitNotice {
-    pub term: u64,
-    /// The weighted commit index.
-    pub index: u64,
-    /// Whether the leader hears members weighing more than half.
-    pub primary: bool,
-    /// The sender's component (None from an older build, or not known):
-    /// an index means nothing in another component's log.
-    pub component: Option<super::state::Component>,
-}
-
-impl CommitNotice {
-    /// Whether this notice is about the log of component `ours`: both
-    /// known and different means another group's log (a member of the
-    /// group a heavy member left by reforming, or the reformed one).
-    pub fn about(&self, ours: Option<super::state::Component>) -> bool {
-        match (self.component, ours) {
-            (Some(theirs), Some(ours)) => theirs == ours,
-            _ => true,
-        }
-    }
 }
 
 /// Committed entries on their way to delivery, waiting for the weighted
@@ -301,7 +267,7 @@ mod tests {
 
     #[test]
     fn a_commit_notice_counts_only_in_its_own_component() {
-        use super::super::state::Component;
+        use crate::group::state::Component;
         use crate::gtid::Uuid;
         let (old, reformed) = (Component { former: Uuid([1; 16]), from: 0 }, Component { former: Uuid([1; 16]), from: 943 });
         let notice = |component| CommitNotice { term: 3, index: 1374, primary: true, component };

@@ -9,7 +9,7 @@
 //! first). The driver checks every event it hands to the node against
 //! this, and the simulator checks every member's deliveries with it.
 
-use super::state::GroupEvent;
+use crate::group::state::GroupEvent;
 use crate::gtid::Seqno;
 
 #[derive(Debug, Default)]

@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 use raft::prelude::ConfChangeType;
 use raft::{ProgressState, StateRole};
 
-use super::driver::{Driver, REMEMBER_REMOVED};
-use super::entry::{MemberInfo, Membership};
-use super::frame::Frame;
+use crate::group::shell::driver::{Driver, REMEMBER_REMOVED};
+use crate::group::wire::entry::{MemberInfo, Membership};
+use crate::group::wire::frame::Frame;
 use super::phase::Phase;
-use super::state::MemberState;
+use crate::group::state::MemberState;
 use crate::gtid::{Seqno, Uuid};
 use crate::log;
 
@@ -29,7 +29,7 @@ const JOIN_RETRY: Duration = Duration::from_millis(500);
 const LEAVE_RETRY: Duration = Duration::from_millis(300);
 const LEAVE_WAIT: Duration = Duration::from_secs(5);
 
-pub(super) struct Joining {
+pub(in crate::group) struct Joining {
     peers: Vec<String>,
     next_try: Instant,
     /// Whether we ever reached a member, and warned that we did not.
@@ -48,7 +48,7 @@ impl Joining {
     }
 }
 
-pub(super) struct Leaving {
+pub(in crate::group) struct Leaving {
     /// Everyone who asked to leave (a halted node's own leave, then the
     /// server's disconnect) hears when it is done.
     replies: Vec<Sender<()>>,
@@ -65,7 +65,7 @@ impl Leaving {
 impl Driver {
     /// Contacts the addresses of `wsrep_cluster_address` until a member
     /// answers (its `PeerUp` triggers the join request).
-    pub(super) fn joining_tick(&mut self) {
+    pub(in crate::group) fn joining_tick(&mut self) {
         let now = self.clock.now();
         let Phase::Joining(j) = &mut self.phase else { return };
         if now < j.next_try {
@@ -85,7 +85,7 @@ impl Driver {
     }
 
     /// A link came up: a joiner asks that member to take it in.
-    pub(super) fn on_peer_up(&mut self, id: u64, addr: &str) {
+    pub(in crate::group) fn on_peer_up(&mut self, id: u64, addr: &str) {
         let Phase::Joining(j) = &mut self.phase else { return };
         j.reached = true;
         if !j.linked.contains(&id) {
@@ -101,7 +101,7 @@ impl Driver {
     }
 
     /// We are in the group's member list: stop asking.
-    pub(super) fn joined(&mut self) {
+    pub(in crate::group) fn joined(&mut self) {
         if self.is_joining() {
             self.enter(Phase::Member);
             log::info!("joined the group as member {}", self.me.id);
@@ -111,7 +111,7 @@ impl Driver {
     /// A member receives a join request: it proposes the learner (raft-rs
     /// forwards it to the leader); a repeated request for a member already
     /// in is ignored when applied.
-    pub(super) fn on_join_request(&mut self, member: MemberInfo, previous: Option<(Uuid, Option<(Uuid, Seqno)>)>) {
+    pub(in crate::group) fn on_join_request(&mut self, member: MemberInfo, previous: Option<(Uuid, Option<(Uuid, Seqno)>)>) {
         if let Some((previous, held)) = previous {
             self.on_restarted_member(previous, &member.address, held);
             if let Some(position) = held {
@@ -144,7 +144,7 @@ impl Driver {
         if previous == self.me.id || old.info.address.is_empty() || old.info.address != joiner.address {
             return false;
         }
-        if !super::weights::may_remove(&self.state, previous) {
+        if !crate::group::primary::weights::may_remove(&self.state, previous) {
             return false; // as for an eviction: this side turns non-primary instead
         }
         if !self.incarnation.raw.raft.has_pending_conf() {
@@ -222,7 +222,7 @@ impl Driver {
         let me = r.me().clone();
         self.recovery = None;
         let id = self.me.id.raft_id();
-        match super::driver::raft_node_with(&self.raft_config, vec![id]) {
+        match crate::group::shell::driver::raft_node_with(&self.raft_config, vec![id]) {
             Ok(raw) => self.next_incarnation(raw),
             Err(e) => return log::error!("cannot start the raft node to recover the component: {}", e),
         }
@@ -234,7 +234,7 @@ impl Driver {
         );
         self.enter(Phase::Member);
         self.bootstrap = Some(me.position);
-        self.events.push(super::state::GroupEvent::Bootstrapping);
+        self.events.push(crate::group::state::GroupEvent::Bootstrapping);
         self.flush_events();
         let _ = self.incarnation.raw.campaign();
     }
@@ -244,7 +244,7 @@ impl Driver {
     /// in the turn its JOIN was applied, a learner whose answer to its
     /// snapshot was lost became a voter stuck behind a log the leader no
     /// longer had (simulator seed 4212).
-    pub(super) fn promote_learners(&mut self) {
+    pub(in crate::group) fn promote_learners(&mut self) {
         let raft = &self.incarnation.raw.raft;
         if raft.state != StateRole::Leader || raft.has_pending_conf() {
             return;
@@ -261,7 +261,7 @@ impl Driver {
         }
     }
 
-    pub(super) fn start_leaving(&mut self, reply: Sender<()>) {
+    pub(in crate::group) fn start_leaving(&mut self, reply: Sender<()>) {
         match &mut self.phase {
             Phase::Leaving(l) => return l.replies.push(reply),
             Phase::Left => {
@@ -277,7 +277,7 @@ impl Driver {
     /// One step of a graceful leave: done once the group no longer lists
     /// us (or alone, or out of time); otherwise a leader hands leadership
     /// to another voter, a follower proposes its own removal.
-    pub(super) fn leaving_tick(&mut self) {
+    pub(in crate::group) fn leaving_tick(&mut self) {
         let Phase::Leaving(l) = &self.phase else { return };
         let alone = self.state.members().len() <= 1;
         let out = self.removed || self.state.member(self.me.id).is_none();
@@ -319,14 +319,14 @@ impl Driver {
 }
 
 /// Joined, synced or donor: the member has the data, so it may vote.
-fn holds_state(m: &super::state::Member) -> bool {
+fn holds_state(m: &crate::group::state::Member) -> bool {
     matches!(m.state, MemberState::Joined | MemberState::Synced | MemberState::Donor)
 }
 
 impl Driver {
     /// The leader removes the member silent the longest once it is past
     /// the eviction timeout (see `liveness`), one conf change at a time.
-    pub(super) fn evict_silent(&mut self) {
+    pub(in crate::group) fn evict_silent(&mut self) {
         let now = self.clock.now();
         let leader = self.incarnation.raw.raft.state == StateRole::Leader;
         if leader && !self.was_leader {
@@ -340,7 +340,7 @@ impl Driver {
         let Some((id, silent)) = self.liveness.overdue(&others, now) else { return };
         let Some(m) = self.state.member_by_raft_id(id) else { return };
         let (uuid, name) = (m.info.id, m.info.name.clone());
-        if !super::weights::may_remove(&self.state, uuid) {
+        if !crate::group::primary::weights::may_remove(&self.state, uuid) {
             return; // this side turns non-primary instead (see `weighted`)
         }
         // Info, as Galera logs its suspicions: the view change is the news.
@@ -355,7 +355,7 @@ impl Driver {
         self.propose_membership(Membership::Remove { member: uuid }, ConfChangeType::RemoveNode);
     }
 
-    pub(super) fn remember_removed(&mut self, member: Uuid, index: u64) {
+    pub(in crate::group) fn remember_removed(&mut self, member: Uuid, index: u64) {
         if self.removed_members.len() >= REMEMBER_REMOVED {
             self.removed_members.pop_front();
         }
@@ -364,7 +364,7 @@ impl Driver {
 
     /// A removed member that still speaks Raft to us (it was stopped while
     /// the group removed it) is told it is out.
-    pub(super) fn tell_if_removed(&self, from: u64) {
+    pub(in crate::group) fn tell_if_removed(&self, from: u64) {
         // Every Raft message passes here: members are answered at once.
         if self.peers.contains(&from) {
             return;
@@ -379,7 +379,7 @@ impl Driver {
     /// The group removed this node. Leaving, that is the goal; otherwise
     /// the node was evicted: it shows a non-primary view (the server stops
     /// taking queries) until the operator reconnects or restarts it.
-    pub(super) fn on_removed_notice(&mut self, index: u64) {
+    pub(in crate::group) fn on_removed_notice(&mut self, index: u64) {
         if self.removed || self.is_joining() {
             return; // a notice still on its way when we rejoined
         }
@@ -410,7 +410,7 @@ impl Driver {
     /// Joins the group again as a fresh learner at the members' addresses
     /// (same member id: the group removed it, so it is new there). The old
     /// Raft state is dropped with whatever it had not committed.
-    pub(super) fn rejoin(&mut self) {
+    pub(in crate::group) fn rejoin(&mut self) {
         let me = self.me.id;
         let peers: Vec<String> = self.state.members().iter().filter(|m| m.info.id != me && !m.info.address.is_empty()).map(|m| m.info.address.clone()).collect();
         let peers = if peers.is_empty() { self.last_peers.clone() } else { peers };
@@ -420,14 +420,14 @@ impl Driver {
         // while an idle group needs its vote to elect a leader.
         let committed = self.incarnation.raw.raft.raft_log.committed.max(self.applying);
         self.vote_floor = self.vote_floor.max(committed);
-        match super::driver::raft_node_with(&self.raft_config, vec![]) {
+        match crate::group::shell::driver::raft_node_with(&self.raft_config, vec![]) {
             Ok(raw) => self.next_incarnation(raw),
             Err(e) => return log::error!("cannot restart the raft node to rejoin: {}", e),
         }
         for client in self.proposals.abandon() {
-            self.events.push(super::state::GroupEvent::ProposalFailed { token: client });
+            self.events.push(crate::group::state::GroupEvent::ProposalFailed { token: client });
         }
-        self.state = super::state::GroupState::new(me);
+        self.state = crate::group::state::GroupState::new(me);
         // Who was removed from the group it saw is stale once it starts
         // over: telling one of them "you are out" now could be about an
         // incarnation the group has since taken back.
@@ -436,7 +436,7 @@ impl Driver {
         self.enter(Phase::Joining(Joining::new(peers, self.clock.now())));
         self.stale_until = 0;
         self.applying = 0;
-        self.events.push(super::state::GroupEvent::Rejoining);
+        self.events.push(crate::group::state::GroupEvent::Rejoining);
         self.flush_events();
         self.refresh_peers();
     }

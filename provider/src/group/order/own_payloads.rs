@@ -26,13 +26,13 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use raft::prelude::{Entry as RaftEntry, EntryType, Message, MessageType};
 
-use super::entry::Entry;
-use super::frame::LeftOut;
+use crate::group::wire::entry::Entry;
+use crate::group::wire::frame::LeftOut;
 use crate::gtid::Uuid;
 
 /// The leader's side: what it has sent to each follower.
 #[derive(Debug, Default)]
-pub(super) struct Sent {
+pub(in crate::group) struct Sent {
     /// The highest log index sent to each follower: an entry at or below
     /// it is a resend. One per member (see `retain_members`).
     highest: BTreeMap<u64, u64>,
@@ -92,7 +92,7 @@ fn origin(e: &RaftEntry) -> Option<u64> {
 /// The origin's side: puts back the payloads `left_out` of `m`, from
 /// `body` (this member's proposals by wire token); Err: one it does not
 /// hold, and the message is to be dropped.
-pub(super) fn fill(m: &mut Message, left_out: &[LeftOut], me: Uuid, body: impl Fn(u64) -> Option<Bytes>) -> Result<(), String> {
+pub(in crate::group) fn fill(m: &mut Message, left_out: &[LeftOut], me: Uuid, body: impl Fn(u64) -> Option<Bytes>) -> Result<(), String> {
     for l in left_out {
         let Some(e) = m.entries.get_mut(l.position as usize) else { return Err(format!("no entry {} to fill", l.position)) };
         let len = l.len as usize;
@@ -111,7 +111,7 @@ pub(super) fn fill(m: &mut Message, left_out: &[LeftOut], me: Uuid, body: impl F
 
 /// Bytes `offset..offset + len` of `body`, as a view of it; None when
 /// they are not all in it.
-pub(super) fn part(body: &Bytes, offset: u64, len: usize) -> Option<Bytes> {
+pub(in crate::group) fn part(body: &Bytes, offset: u64, len: usize) -> Option<Bytes> {
     let offset = usize::try_from(offset).ok()?;
     let end = offset.checked_add(len).filter(|end| *end <= body.len())?;
     Some(body.slice(offset..end))

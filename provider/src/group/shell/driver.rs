@@ -16,24 +16,24 @@ use protobuf::Message as _;
 use raft::prelude::{ConfChange, ConfChangeType, Entry as RaftEntry, EntryType, Message, MessageType, Snapshot};
 use raft::{ProgressState, RawNode, StateRole};
 
-use super::entry::{Entry, MemberInfo, Membership, Transition};
-use super::flow_control::{FlowControl, Signal};
-use super::frame::{Frame, FrameError};
-use super::liveness::{Liveness, Timeouts};
-use super::defrag::Defrag;
-use super::pieces;
-use super::proposals::{Failed, Proposals};
-use super::quorum::{Change, Policy, Quorum, Seen};
-use super::recovery::{Previous, Recovery};
-use super::relay::Out;
+use crate::group::wire::entry::{Entry, MemberInfo, Membership, Transition};
+use crate::group::flow::flow_control::{FlowControl, Signal};
+use crate::group::wire::frame::{Frame, FrameError};
+use crate::group::primary::liveness::{Liveness, Timeouts};
+use crate::group::order::defrag::Defrag;
+use crate::group::wire::pieces;
+use crate::group::order::proposals::{Failed, Proposals};
+use crate::group::primary::quorum::{Change, Policy, Quorum, Seen};
+use crate::group::membership::recovery::{Previous, Recovery};
+use crate::group::wire::relay::Out;
 use super::io::{Clock, Links};
 use crate::transport::handshake::{FEATURE_LEADER_WORDS, FEATURE_OWN_PAYLOADS};
-use super::FlowGate;
+use crate::group::FlowGate;
 use super::incarnation::{Incarnation, MAX_DROPPED};
 use super::log::GroupLog;
-use super::membership::Joining;
-use super::phase::Phase;
-use super::state::{GroupEvent, GroupState, Member};
+use crate::group::membership::joining::Joining;
+use crate::group::membership::phase::Phase;
+use crate::group::state::{GroupEvent, GroupState, Member};
 use crate::gtid::{Seqno, Uuid};
 use crate::log;
 use crate::transport::Inbound;
@@ -96,7 +96,7 @@ const KEEPS_UP_HEARD_WITHIN: Duration = Duration::from_millis(500);
 
 /// How many removed members are remembered, to tell one that comes back
 /// (a resumed SIGSTOP) that it is out.
-pub(super) const REMEMBER_REMOVED: usize = 64;
+pub(in crate::group) const REMEMBER_REMOVED: usize = 64;
 
 /// How many commands one loop turn takes before handling a Ready: proposals
 /// that arrive together are appended and sent together.
@@ -150,7 +150,7 @@ pub(crate) struct Counters {
     /// The leader's raft id as this member knows it (0: none known).
     pub leader: AtomicU64,
     /// Its followers' answer times, for the metrics endpoint.
-    pub round_trips: super::round_trips::Shown,
+    pub round_trips: crate::group::order::round_trips::Shown,
 }
 
 impl Counters {
@@ -169,27 +169,27 @@ pub(crate) enum Start {
 
 pub(crate) struct Driver {
     /// The current Raft node and what it learned (see `incarnation`).
-    pub(super) incarnation: Incarnation,
+    pub(in crate::group) incarnation: Incarnation,
     inbox: super::commands::Inbox,
-    pub(super) state: GroupState,
+    pub(in crate::group) state: GroupState,
     delivery: Box<dyn Delivery>,
-    pub(super) me: MemberInfo,
-    pub(super) net: Arc<dyn Links>,
+    pub(in crate::group) me: MemberInfo,
+    pub(in crate::group) net: Arc<dyn Links>,
     /// What every Raft node of this member starts from (a bootstrap, a
     /// rejoin, a reform).
-    pub(super) raft_config: raft::Config,
+    pub(in crate::group) raft_config: raft::Config,
     limits: Limits,
-    pub(super) clock: Arc<dyn Clock>,
-    pub(super) bootstrap: Option<(Uuid, Seqno)>,
+    pub(in crate::group) clock: Arc<dyn Clock>,
+    pub(in crate::group) bootstrap: Option<(Uuid, Seqno)>,
     /// Joining, member, leaving ... (see `phase`).
-    pub(super) phase: Phase,
+    pub(in crate::group) phase: Phase,
     tick: Duration,
     next_tick: Instant,
-    pub(super) events: Vec<GroupEvent>,
+    pub(in crate::group) events: Vec<GroupEvent>,
     next_read: u64,
-    pub(super) counters: Arc<Counters>,
+    pub(in crate::group) counters: Arc<Counters>,
     /// Our writesets until they are ordered.
-    pub(super) proposals: Proposals,
+    pub(in crate::group) proposals: Proposals,
     /// Other members' big writesets, written into one buffer each as
     /// their pieces are stored (see `defrag`).
     defrag: Defrag,
@@ -213,68 +213,68 @@ pub(crate) struct Driver {
     owed_fence: Option<u64>,
     snapshots: super::snapshot_watch::SnapshotWatch,
     fc: FlowControl,
-    cluster_lag: super::cluster_lag::ClusterLag,
+    cluster_lag: crate::group::flow::cluster_lag::ClusterLag,
     /// The other members' latest words on their leader (see `cut_off`).
-    leader_words: super::cut_off::LeaderWords,
-    arbitrator_hold: super::arbitrator_hold::ArbitratorHold,
-    answers: super::answers::Answers,
-    round_trips: super::round_trips::RoundTrips,
+    leader_words: crate::group::primary::cut_off::LeaderWords,
+    arbitrator_hold: crate::group::membership::arbitrator_hold::ArbitratorHold,
+    answers: crate::group::order::answers::Answers,
+    round_trips: crate::group::order::round_trips::RoundTrips,
     /// What went to each follower, so that its own payloads go back to it
     /// only once (see `own_payloads`).
-    own_payloads: super::own_payloads::Sent,
+    own_payloads: crate::group::order::own_payloads::Sent,
     /// Each follower's name and metric series, by raft id (see
     /// `round_trips`).
-    answer_series: BTreeMap<u64, (String, super::round_trips::Series)>,
+    answer_series: BTreeMap<u64, (String, crate::group::order::round_trips::Series)>,
     flow: Arc<FlowGate>,
     /// Members the transport is asked to keep links to.
-    pub(super) peers: std::collections::BTreeSet<u64>,
+    pub(in crate::group) peers: std::collections::BTreeSet<u64>,
     /// Departed members, and when to drop their links.
     departed: Vec<(u64, Instant)>,
     /// A member told us the group removed us.
-    pub(super) removed: bool,
+    pub(in crate::group) removed: bool,
     /// Failure detection; the leader acts on it.
-    pub(super) liveness: Liveness,
-    pub(super) was_leader: bool,
+    pub(in crate::group) liveness: Liveness,
+    pub(in crate::group) was_leader: bool,
     /// The last member heard speaking as a leader (an append, heartbeat
     /// or snapshot), and when: a member that never campaigns (a learner,
     /// an arbitrator) keeps naming a leader that stepped down, and still
     /// hears from it (its vote requests), so plain liveness would not do.
     leader_contact: Option<(u64, Instant)>,
     /// Where the leader should be (see `placement`).
-    pub(super) placement: super::placement::Placement,
-    pub(super) policy: Policy,
+    pub(in crate::group) placement: crate::group::membership::placement::Placement,
+    pub(in crate::group) policy: Policy,
     /// When this member last proposed its weight.
-    pub(super) weight_asked: Option<Instant>,
+    pub(in crate::group) weight_asked: Option<Instant>,
     /// The member this node was before it was killed (told when joining).
-    pub(super) previous: Option<Previous>,
+    pub(in crate::group) previous: Option<Previous>,
     /// Restarted members of our last primary component, while joining.
-    pub(super) recovery: Option<Recovery>,
+    pub(in crate::group) recovery: Option<Recovery>,
     /// Where this node first joined (`wsrep_cluster_address`): where it
     /// looks for the group again when it knows no member's address.
-    pub(super) last_peers: Vec<String>,
+    pub(in crate::group) last_peers: Vec<String>,
     /// Members this node saw removed (raft id, uuid, log index of the
     /// removal, 0 when a reform left them out), newest last.
-    pub(super) removed_members: std::collections::VecDeque<(u64, Uuid, u64)>,
+    pub(in crate::group) removed_members: std::collections::VecDeque<(u64, Uuid, u64)>,
     /// A member removed and joining again replays the log of its previous
     /// incarnation up to its removal at this index: what those entries say
     /// of it is history, not its new join (see `drop_stale`).
-    pub(super) stale_until: u64,
+    pub(in crate::group) stale_until: u64,
     /// What this member's previous incarnation knew committed, or its
     /// removal if later (0: never removed): the raft node answers vote
     /// requests only once its log reaches it (see `step::admit`).
-    pub(super) vote_floor: u64,
+    pub(in crate::group) vote_floor: u64,
     /// Index of the entry (or snapshot) being applied.
-    pub(super) applying: u64,
+    pub(in crate::group) applying: u64,
     /// The log removed this member (evicted) at this index while it
     /// was still receiving entries: it applies nothing after (it is not
     /// numbered past its removal like the members are) and rejoins once
     /// the current `Ready` is done.
-    pub(super) removed_at: Option<u64>,
+    pub(in crate::group) removed_at: Option<u64>,
     /// The seqnos handed to the node so far (see `check_sequence`).
-    sequence: super::sequence::Sequence,
+    sequence: crate::group::order::sequence::Sequence,
     /// How busy this thread is (see `load`).
-    load: super::load::Load,
-    standstill: super::standstill::Standstill,
+    load: crate::group::flow::load::Load,
+    standstill: crate::group::primary::standstill::Standstill,
     /// Whether this turn took every command waiting, frames among them:
     /// only then is when each member was last heard current (see
     /// `cut_off`). A turn after a long one may find more than a batch.
@@ -326,7 +326,7 @@ pub(crate) struct Retention {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            piece: super::pieces::PIECE_BYTES,
+            piece: crate::group::wire::pieces::PIECE_BYTES,
             snapshot_every: SNAPSHOT_EVERY,
             snapshot_bytes: SNAPSHOT_BYTES,
             log_keep: Retention { entries: LOG_KEEP, bytes: LOG_KEEP_BYTES },
@@ -366,8 +366,8 @@ impl Driver {
             phase: joining.map_or(Phase::Member, Phase::Joining),
             tick: cfg.tick,
             next_tick: now + cfg.tick,
-            load: super::load::Load::new(now),
-            standstill: super::standstill::Standstill::new(now, cfg.tick),
+            load: crate::group::flow::load::Load::new(now),
+            standstill: crate::group::primary::standstill::Standstill::new(now, cfg.tick),
             inbox_drained: false,
             non_member_said: BTreeMap::new(),
             unknown_kinds: Default::default(),
@@ -397,7 +397,7 @@ impl Driver {
             liveness: Liveness::new(cfg.timeouts),
             was_leader: false,
             leader_contact: None,
-            placement: super::placement::Placement::new(now),
+            placement: crate::group::membership::placement::Placement::new(now),
             policy: Policy::default(),
             weight_asked: None,
             recovery: cfg.previous.clone().filter(|_| bootstrap.is_none()).map(Recovery::new),
@@ -440,13 +440,13 @@ impl Driver {
 
     /// How long until the next tick is due: the group thread waits for
     /// commands at most that long.
-    pub(super) fn until_tick(&self) -> Duration {
+    pub(in crate::group) fn until_tick(&self) -> Duration {
         self.next_tick.saturating_duration_since(self.clock.now())
     }
 
     /// `step` on a live thread (see `runner`), its time counted as work
     /// (see `load`); false once stopped.
-    pub(super) fn turn(&mut self) -> bool {
+    pub(in crate::group) fn turn(&mut self) -> bool {
         let woke = self.clock.now();
         let go = self.step(None);
         self.load.worked(woke, self.clock.now());
@@ -456,7 +456,7 @@ impl Driver {
     /// The driver is done: its replicating threads learn it, its queue
     /// closes (a link reader waiting for room there gives up), then the
     /// transport, which joins the readers.
-    pub(super) fn close(self) {
+    pub(in crate::group) fn close(self) {
         self.counters.stopped.store(true, AtomicOrdering::SeqCst);
         let net = self.net.clone();
         drop(self);
@@ -595,7 +595,7 @@ impl Driver {
     /// back from the leader, and would keep a second copy of a big
     /// writeset in its log. None: no longer held.
     fn own_payload(&self, token: u64, offset: u64, len: usize) -> Option<Bytes> {
-        super::own_payloads::part(self.proposals.body(token)?, offset, len)
+        crate::group::order::own_payloads::part(self.proposals.body(token)?, offset, len)
     }
 
     /// A writeset of ours failed: its client hears it, and what of it may
@@ -744,7 +744,7 @@ impl Driver {
                     self.note_answer(follower, term, index, committed);
                 }
             }
-            Frame::Relay(msgs) => match super::relay::unpack(msgs, from, self.me.id.raft_id()) {
+            Frame::Relay(msgs) => match crate::group::wire::relay::unpack(msgs, from, self.me.id.raft_id()) {
                 Ok((own, forwards)) => {
                     if self.peers.contains(&from) {
                         for m in forwards {
@@ -759,7 +759,7 @@ impl Driver {
             },
             Frame::Own(mut m, left_out) => {
                 let proposals = &self.proposals;
-                match super::own_payloads::fill(&mut m, &left_out, self.me.id, |token| proposals.body(token).cloned()) {
+                match crate::group::order::own_payloads::fill(&mut m, &left_out, self.me.id, |token| proposals.body(token).cloned()) {
                     Ok(()) => self.on_frame(from, Frame::Raft(m)),
                     // Raft sends it again, whole (see `own_payloads`).
                     Err(why) => log::debug!("dropping an append from {:x}: {}", from, why),
@@ -827,7 +827,7 @@ impl Driver {
     }
 
     /// Sends `frame` to each of `to`, encoded once.
-    pub(super) fn send_frame(&self, to: impl IntoIterator<Item = u64>, frame: &Frame) {
+    pub(in crate::group) fn send_frame(&self, to: impl IntoIterator<Item = u64>, frame: &Frame) {
         let (kind, payload) = match frame.encode() {
             Ok(encoded) => encoded,
             Err(e) => return log::error!("cannot encode a group frame: {}", e),
@@ -944,10 +944,10 @@ impl Driver {
         let Some((leader, at)) = self.leader_contact.filter(|(l, _)| *l == raft.leader_id && *l != me) else { return };
         let silent = now.saturating_duration_since(at);
         // A word older than this counts for nobody (`LeaderWords`).
-        if silent >= super::cut_off::heard_elsewhere_within(super::cut_off::window(self.tick)) {
+        if silent >= crate::group::primary::cut_off::heard_elsewhere_within(crate::group::primary::cut_off::window(self.tick)) {
             return;
         }
-        let word = super::cut_off::LeaderWord { leader, term: raft.term, silent_ms: silent.as_millis() as u32 };
+        let word = crate::group::primary::cut_off::LeaderWord { leader, term: raft.term, silent_ms: silent.as_millis() as u32 };
         let others = self.state.members().iter().map(|m| m.info.id.raft_id()).filter(|id| *id != leader && *id != me && self.net.has_feature(*id, FEATURE_LEADER_WORDS));
         self.send_frame(others, &Frame::Leader(word));
     }
@@ -980,7 +980,7 @@ impl Driver {
         self.propose_membership(ctx, ConfChangeType::AddNode);
     }
 
-    pub(super) fn propose_membership(&mut self, m: Membership, kind: ConfChangeType) {
+    pub(in crate::group) fn propose_membership(&mut self, m: Membership, kind: ConfChangeType) {
         let mut cc = ConfChange::default();
         cc.set_change_type(kind);
         cc.node_id = m.member().raft_id();
@@ -1002,7 +1002,7 @@ impl Driver {
     /// the batch carries (see `commit_only`).
     fn send(&mut self, mut msgs: Vec<Message>) {
         msgs.retain(|m| !self.answers.repeats(m));
-        super::commit_only::fold(&mut msgs);
+        crate::group::order::commit_only::fold(&mut msgs);
         let now = self.clock.now();
         for m in msgs.iter().filter(|m| m.get_msg_type() == MessageType::MsgAppend) {
             if let Some(last) = m.entries.last() {
@@ -1013,7 +1013,7 @@ impl Driver {
         let net = self.net.clone();
         // One segment (the usual case): no lookups per message.
         let relay_of = |to| if relays.is_empty() { None } else { net.segment(to).and_then(|s| relays.get(&s).copied()) };
-        for out in super::relay::route(msgs, relay_of) {
+        for out in crate::group::wire::relay::route(msgs, relay_of) {
             match out {
                 Out::Direct(mut m) => {
                     let to = m.to;
@@ -1066,7 +1066,7 @@ impl Driver {
 
     /// Replaces the Raft node (a reform or a rejoin); an arbitrator's log
     /// stays one that sends no snapshot.
-    pub(super) fn next_incarnation(&mut self, raw: RawNode<GroupLog>) {
+    pub(in crate::group) fn next_incarnation(&mut self, raw: RawNode<GroupLog>) {
         self.incarnation = self.incarnation.next(arbitrator_log(raw, self.me.arbitrator));
         self.defrag.clear();
     }
@@ -1074,7 +1074,7 @@ impl Driver {
     /// Whether the member `id` (its progress `pr`, as this leader tracks
     /// it) receives appends as they come and answers: a relay, or a
     /// leader to hand over to (see `placement`).
-    pub(super) fn keeps_up(&self, id: u64, pr: &raft::Progress, now: Instant) -> bool {
+    pub(in crate::group) fn keeps_up(&self, id: u64, pr: &raft::Progress, now: Instant) -> bool {
         pr.state == ProgressState::Replicate && self.liveness.heard_within(id, now, KEEPS_UP_HEARD_WITHIN)
     }
 
@@ -1091,7 +1091,7 @@ impl Driver {
         if !sent {
             // The relay's link went down: the others straight (Raft
             // resends what the relay missed once it is back).
-            let (_, forwards) = super::relay::unpack(msgs, self.me.id.raft_id(), via).expect("routed as relayed");
+            let (_, forwards) = crate::group::wire::relay::unpack(msgs, self.me.id.raft_id(), via).expect("routed as relayed");
             for m in forwards {
                 self.send_frame([m.to], &Frame::Raft(m));
             }
@@ -1104,7 +1104,7 @@ impl Driver {
     }
 
     /// One committed entry, through the gate (see `weighted`).
-    pub(super) fn apply_entry(&mut self, e: RaftEntry) {
+    pub(in crate::group) fn apply_entry(&mut self, e: RaftEntry) {
         self.applying = e.index;
         self.applied_bytes += (e.context.len() + e.data.len()) as u64;
         match e.get_entry_type() {
@@ -1151,7 +1151,7 @@ impl Driver {
     /// could change what it decides from then on (a membership, a
     /// writeset's seqno) while the others, which decoded it, go on. The
     /// node leaves the cluster (see `GroupEvent::Halted`).
-    pub(super) fn halt(&mut self, index: u64, what: &str) {
+    pub(in crate::group) fn halt(&mut self, index: u64, what: &str) {
         log::error!(
             "the group entry committed at index {} cannot be read ({}): a member of another lockstep version or corrupt data; this node stops applying and leaves the cluster",
             index,
@@ -1162,7 +1162,7 @@ impl Driver {
 
     /// Nothing after log index `index` is applied, and the node is told
     /// to leave the cluster.
-    pub(super) fn stop_applying(&mut self, index: u64) {
+    pub(in crate::group) fn stop_applying(&mut self, index: u64) {
         if self.is_halted() {
             return;
         }
@@ -1357,7 +1357,7 @@ impl Driver {
     /// reaching members that left: a restarted node comes back at the same
     /// address as a new member, and a dialer still looking for its old id
     /// there would keep breaking the new member's link.
-    pub(super) fn refresh_peers(&mut self) {
+    pub(in crate::group) fn refresh_peers(&mut self) {
         let mut wanted = std::collections::BTreeSet::new();
         for m in self.state.members() {
             if m.info.id != self.me.id && !m.info.address.is_empty() {
@@ -1415,7 +1415,7 @@ impl Driver {
 
     /// A read is answered with the seqno assigned when the applied index
     /// reached the read index: everything ordered before the read.
-    pub(super) fn answer_reads(&mut self) {
+    pub(in crate::group) fn answer_reads(&mut self) {
         let applied = self.incarnation.raw.raft.raft_log.applied;
         let seqno = self.state.seqno();
         self.incarnation.reads_ready.retain(|(index, reply)| {
@@ -1474,7 +1474,7 @@ impl Driver {
     /// members kept primary by configuration or weight wait out the grace
     /// as before (`lose_primary_or_ignore`).
     fn cut_off(&mut self, now: Instant) -> bool {
-        let window = super::cut_off::window(self.tick);
+        let window = crate::group::primary::cut_off::window(self.tick);
         let listening = self.inbox_drained && self.standstill.ran_throughout(now, window);
         if !self.incarnation.quorum.is_primary() || !listening || !self.could_go_on_without_me() {
             return false;
@@ -1482,7 +1482,7 @@ impl Driver {
         let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
         self.liveness.list(&ids, now);
         let heard = |m: &Member| m.info.id == self.me.id || self.liveness.spoke_lately(m.info.id.raft_id(), now, window);
-        let why = if super::cut_off::hears_a_minority(&self.state, heard) {
+        let why = if crate::group::primary::cut_off::hears_a_minority(&self.state, heard) {
             format!("heard from no majority of the cluster for {:?} (cut off, or the others are down)", window)
         } else if let Some((reporter, leader)) = self.leader_heard_elsewhere(now, window) {
             format!("heard nothing from leader {} for {:?} while member {} hears it (the links to the leader are cut)", self.described(leader), window, self.described(reporter))
@@ -1547,9 +1547,9 @@ impl Driver {
 
     /// A leader that spoke as one lately, and that the weights allow.
     fn leader_known(&self, now: Instant) -> bool {
-        let silent = super::quorum::LEADER_SILENT;
+        let silent = crate::group::primary::quorum::LEADER_SILENT;
         let spoke_as_leader = |id| self.leader_contact.is_some_and(|(l, at)| l == id && now.saturating_duration_since(at) <= silent);
-        super::quorum::has_leader(self.incarnation.raw.raft.leader_id, self.me.id.raft_id(), spoke_as_leader) && self.weight_allows_leader(now)
+        crate::group::primary::quorum::has_leader(self.incarnation.raw.raft.leader_id, self.me.id.raft_id(), spoke_as_leader) && self.weight_allows_leader(now)
     }
 
     fn ask_rejoin(&mut self) {
@@ -1577,7 +1577,7 @@ impl Driver {
     /// behind with its log: nothing it had not committed is ordered here
     /// (those writesets' clients failed with the non-primary view).
     /// `keep_alone_view`: see `GroupState::reform`.
-    pub(super) fn reform(&mut self, keep_alone_view: bool) {
+    pub(in crate::group) fn reform(&mut self, keep_alone_view: bool) {
         if self.incarnation.quorum.is_primary() || self.state.member(self.me.id).is_none() {
             // A note: on a primary node it is a no-op, which mtr tests
             // use as a precaution (galera_3nodes.galera-features#115).
@@ -1626,7 +1626,7 @@ impl Driver {
         if self.me.arbitrator || (!forced && !self.reforms_by_weight()) {
             return self.lose_primary();
         }
-        if forced && self.policy.ignore_sb && standing == super::weights::Standing::Split {
+        if forced && self.policy.ignore_sb && standing == crate::group::primary::weights::Standing::Split {
             // Galera's wording (mtr suppresses it): the operator chose this.
             log::warning!("Ignoring possible split-brain (allowed by configuration) from view: this side stands {:?} in the last primary view", standing);
         } else if forced {
@@ -1689,7 +1689,7 @@ impl Driver {
     /// may already have been delivered another's primary view with it
     /// in, and its server answers reads (simulator seed 344).
     fn could_go_on_without_me(&self) -> bool {
-        let synced = self.state.member(self.me.id).is_some_and(|m| m.state == super::state::MemberState::Synced);
+        let synced = self.state.member(self.me.id).is_some_and(|m| m.state == crate::group::state::MemberState::Synced);
         let other_data = self.state.members().iter().any(|m| m.info.id != self.me.id && !m.info.arbitrator);
         let kept_primary = self.policy.ignore_quorum || self.policy.ignore_sb || self.reforms_by_weight();
         synced && other_data && !kept_primary && !self.me.arbitrator && self.watches_quorum() && !self.is_halted() && !self.is_leaving_or_left()
@@ -1710,7 +1710,7 @@ impl Driver {
 
     fn deliver_non_primary(&mut self, members: Vec<MemberInfo>) {
         let my_idx = members.iter().position(|m| m.id == self.me.id).map_or(-1, |i| i as i32);
-        let view = super::View { history: self.state.history(), seqno: self.state.seqno(), conf_id: -1, primary: false, members, my_idx };
+        let view = crate::group::View { history: self.state.history(), seqno: self.state.seqno(), conf_id: -1, primary: false, members, my_idx };
         self.events.push(GroupEvent::View(view));
         self.flush_events();
     }
@@ -1821,7 +1821,7 @@ impl Driver {
         }
     }
 
-    pub(super) fn flush_events(&mut self) {
+    pub(in crate::group) fn flush_events(&mut self) {
         self.check_sequence();
         for ev in &self.events {
             if let GroupEvent::ProposalFailed { .. } = ev {

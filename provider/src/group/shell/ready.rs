@@ -5,7 +5,7 @@
 use raft::prelude::{Entry, EntryType, Message, Snapshot};
 use raft::{RawNode, ReadState};
 
-use super::GroupLog;
+use crate::group::GroupLog;
 
 /// What a member does with each part of a `Ready`.
 pub trait ReadyHandler {

@@ -10,16 +10,16 @@ use raft::prelude::Entry as RaftEntry;
 use raft::{GetEntriesContext, StateRole};
 
 use super::driver::Driver;
-use super::frame::Frame;
-use super::entry::Entry;
-use super::quorum::Quorum;
-use super::state::{GroupEvent, Member};
-use super::weights::{self, CommitNotice, Standing};
+use crate::group::wire::frame::Frame;
+use crate::group::wire::entry::Entry;
+use crate::group::primary::quorum::Quorum;
+use crate::group::state::{GroupEvent, Member};
+use crate::group::primary::weights::{self, CommitNotice, Standing};
 use crate::log;
 
 impl Driver {
     /// Committed entries in: every one the gate lets through is applied.
-    pub(super) fn apply_gated(&mut self, entries: Vec<RaftEntry>) {
+    pub(in crate::group) fn apply_gated(&mut self, entries: Vec<RaftEntry>) {
         self.incarnation.gate.push(entries);
         self.deliver_gated();
     }
@@ -65,7 +65,7 @@ impl Driver {
     /// one is unapplied, and the one member that could still vote would
     /// not vote for a shorter log, so no leader was ever elected again
     /// (simulator, seed 5557 with lag reports).
-    pub(super) fn advance_weighted_commit(&mut self) {
+    pub(in crate::group) fn advance_weighted_commit(&mut self) {
         if !self.incarnation.gate.is_active() {
             return;
         }
@@ -86,7 +86,7 @@ impl Driver {
     /// equal again on the leader: a member behind it may still hold entries
     /// from before (with equal weights Raft's commit index is the weighted
     /// one).
-    pub(super) fn send_commit_notice(&mut self, now: Instant) {
+    pub(in crate::group) fn send_commit_notice(&mut self, now: Instant) {
         if !self.incarnation.gate.ever_active() || self.incarnation.raw.raft.state != StateRole::Leader {
             return;
         }
@@ -102,7 +102,7 @@ impl Driver {
     /// the old leader back from a partition, a pre-candidate the others
     /// ignored, since they still took it for their leader). Term 0: not a
     /// leader's notice, no verdict in it.
-    pub(super) fn relay_commit_index(&self) {
+    pub(in crate::group) fn relay_commit_index(&self) {
         if !self.incarnation.gate.ever_active() || self.incarnation.raw.raft.state == StateRole::Leader {
             return;
         }
@@ -127,7 +127,7 @@ impl Driver {
     /// heavy one lists it too. The heavy one's index then opened the gate
     /// on the old group's entries, delivered at seqnos the new component
     /// had given to others (simulator, seed 4587 with lag reports).
-    pub(super) fn on_commit_notice(&mut self, from: u64, n: CommitNotice) {
+    pub(in crate::group) fn on_commit_notice(&mut self, from: u64, n: CommitNotice) {
         if !n.about(self.state.component()) {
             return log::debug!("ignoring a commit notice from {:x}: it is about another component's log", from);
         }
@@ -146,7 +146,7 @@ impl Driver {
 
     /// The leader's verdict: whether the members it heard within Raft's
     /// check_quorum window weigh enough to be primary.
-    pub(super) fn side_is_primary(&self, now: Instant) -> bool {
+    pub(in crate::group) fn side_is_primary(&self, now: Instant) -> bool {
         let heard = |id| self.liveness.heard_within(id, now, weights::VERDICT_WINDOW);
         let standing = weights::leader_standing(&self.state, self.me.id, heard);
         standing == Standing::Majority || self.policy.forces_primary(standing)
@@ -154,20 +154,20 @@ impl Driver {
 
     /// This member and the members it heard from lately, weighed against
     /// the last primary view.
-    pub(super) fn side_standing(&self, now: Instant) -> Standing {
+    pub(in crate::group) fn side_standing(&self, now: Instant) -> Standing {
         weights::side_standing(&self.state, |m| self.hears(m, now))
     }
 
     /// Whether `m` stands on this member's side as it turns non-primary.
-    pub(super) fn hears(&self, m: &Member, now: Instant) -> bool {
-        let window = super::quorum::Quorum::side_window(self.liveness.timeouts.suspect);
+    pub(in crate::group) fn hears(&self, m: &Member, now: Instant) -> bool {
+        let window = crate::group::primary::quorum::Quorum::side_window(self.liveness.timeouts.suspect);
         m.info.id == self.me.id || self.liveness.heard_within(m.info.id.raft_id(), now, window)
     }
 
     /// While weights differ a leader counts only if it says it hears a
     /// weighted majority: a light majority orders nothing it could deliver
     /// and must turn non-primary like any minority.
-    pub(super) fn weight_allows_leader(&self, now: Instant) -> bool {
+    pub(in crate::group) fn weight_allows_leader(&self, now: Instant) -> bool {
         if !self.incarnation.gate.is_active() {
             return true;
         }
@@ -181,7 +181,7 @@ impl Driver {
 
     /// This member alone weighs more than half but has no leader: it forms
     /// the component again (see `weights::decides_alone`).
-    pub(super) fn reforms_by_weight(&self) -> bool {
+    pub(in crate::group) fn reforms_by_weight(&self) -> bool {
         weights::decides_alone(&self.state, self.me.id)
     }
 
@@ -190,7 +190,7 @@ impl Driver {
     /// weighted majority held them, and this member is in every one), and
     /// a component that went on without them would lose acknowledged
     /// writesets.
-    pub(super) fn deliver_own_log(&mut self) {
+    pub(in crate::group) fn deliver_own_log(&mut self) {
         let from = self.applying.max(self.incarnation.raw.raft.raft_log.applied) + 1;
         let entries = match self.incarnation.raw.raft.raft_log.entries(from, None, GetEntriesContext::empty(false)) {
             Ok(es) => es,
@@ -212,7 +212,7 @@ impl Driver {
 
     /// Keeps the group's record of this member's weight equal to its
     /// `pc.weight`: an ordered entry, asked again at most once a second.
-    pub(super) fn propose_weight(&mut self, now: Instant) {
+    pub(in crate::group) fn propose_weight(&mut self, now: Instant) {
         let Some(m) = self.state.member(self.me.id) else { return };
         if m.weight == self.policy.weight || !self.incarnation.quorum.is_primary() {
             self.weight_asked = None;
@@ -230,7 +230,7 @@ impl Driver {
 
     /// `wsrep_cluster_weight` (the primary component's weight, 0 outside
     /// one) and this member's weight as ordered, for the node.
-    pub(super) fn publish_weights(&self) {
+    pub(in crate::group) fn publish_weights(&self) {
         let primary = self.incarnation.quorum.is_primary() && self.state.is_primary();
         let cluster = if primary { self.state.weight_of(|_| true) } else { 0 };
         let own = self.state.member(self.me.id).map_or(0, |m| m.weight);
@@ -239,7 +239,7 @@ impl Driver {
     }
 
     /// A writeset proposal is refused while too much waits at the gate.
-    pub(super) fn gate_full(&mut self, token: u64) -> bool {
+    pub(in crate::group) fn gate_full(&mut self, token: u64) -> bool {
         if !self.incarnation.gate.full() {
             return false;
         }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::pieces::MAX_TOTAL;
+use crate::group::wire::pieces::MAX_TOTAL;
 use crate::gtid::Uuid;
 
 /// Writesets being written at once. More are big writesets of several

@@ -13,18 +13,12 @@
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+pub use crate::group::wire::notices::Signal;
 
 /// How long a STOP holds without being repeated.
 pub const LEASE: Duration = Duration::from_millis(1000);
 /// How often a member repeats its STOP while it holds.
 pub const REPEAT: Duration = Duration::from_millis(200);
-
-/// What the local member asks of the group.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Signal {
-    Stop,
-    Cont,
-}
 
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct Counters {

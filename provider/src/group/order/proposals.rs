@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::entry::Entry;
-use super::pieces;
+use crate::group::wire::entry::Entry;
+use crate::group::wire::pieces;
 use crate::gtid::Uuid;
 
 #[derive(Debug)]
