@@ -45,7 +45,8 @@ pub use shell::log::GroupLog;
 pub use entry::{IstRequest, MemberInfo, Transition};
 pub use state::{DonorError, GroupEvent, GroupState, MemberState, View};
 
-pub(crate) use shell::driver::{Command, Counters, Driver, DriverConfig, Limits, Retention, Start};
+pub(crate) use shell::commands::Command;
+pub(crate) use shell::driver::{Counters, Driver, DriverConfig, Limits, Retention, Start};
 pub use flow_control::Signal;
 use entry::Entry;
 

@@ -67,7 +67,7 @@ impl Driver {
     /// answers (its `PeerUp` triggers the join request).
     pub(in crate::group) fn joining_tick(&mut self) {
         let now = self.clock.now();
-        let Phase::Joining(j) = &mut self.phase else { return };
+        let Phase::Joining(j) = &mut self.members.phase else { return };
         if now < j.next_try {
             return;
         }
@@ -86,7 +86,7 @@ impl Driver {
 
     /// A link came up: a joiner asks that member to take it in.
     pub(in crate::group) fn on_peer_up(&mut self, id: u64, addr: &str) {
-        let Phase::Joining(j) = &mut self.phase else { return };
+        let Phase::Joining(j) = &mut self.members.phase else { return };
         j.reached = true;
         if !j.linked.contains(&id) {
             j.linked.push(id);
@@ -96,7 +96,7 @@ impl Driver {
     }
 
     fn send_join_request(&self, id: u64) {
-        let previous = self.previous.as_ref().map(|p| (p.member, Some(p.position)));
+        let previous = self.members.previous.as_ref().map(|p| (p.member, Some(p.position)));
         self.send_frame([id], &Frame::Join { member: self.me.clone(), previous });
     }
 
@@ -197,13 +197,13 @@ impl Driver {
     fn rejoin_restarted_view(&mut self, position: Seqno) {
         let view = self.state.members().iter().map(|m| m.info.id).collect();
         let position = (self.state.history(), position);
-        self.previous = Some(super::recovery::Previous { member: self.me.id, view, position });
+        self.members.previous = Some(super::recovery::Previous { member: self.me.id, view, position });
         // Where they call from now: contacting them there is what sends
         // them its join request.
         let at: Vec<String> = self.incarnation.restarted.values().map(|(a, _)| a).filter(|a| !a.is_empty()).cloned().collect();
         log::info!("every other member of the last primary view has restarted: this node joins them at {} for their recovery", at.join(","));
         self.rejoin();
-        if let Phase::Joining(j) = &mut self.phase {
+        if let Phase::Joining(j) = &mut self.members.phase {
             *j = Joining::new(at, self.clock.now());
         }
     }
@@ -215,12 +215,12 @@ impl Driver {
         if !self.is_joining() {
             return;
         }
-        let Some(r) = self.recovery.as_mut() else { return };
+        let Some(r) = self.members.recovery.as_mut() else { return };
         if !r.heard(previous, position) {
             return;
         }
         let me = r.me().clone();
-        self.recovery = None;
+        self.members.recovery = None;
         let id = self.me.id.raft_id();
         match crate::group::shell::driver::raft_node_with(&self.raft_config, vec![id]) {
             Ok(raw) => self.next_incarnation(raw),
@@ -233,7 +233,7 @@ impl Driver {
             me.position.1
         );
         self.enter(Phase::Member);
-        self.bootstrap = Some(me.position);
+        self.members.bootstrap = Some(me.position);
         self.events.push(crate::group::state::GroupEvent::Bootstrapping);
         self.flush_events();
         let _ = self.incarnation.raw.campaign();
@@ -262,7 +262,7 @@ impl Driver {
     }
 
     pub(in crate::group) fn start_leaving(&mut self, reply: Sender<()>) {
-        match &mut self.phase {
+        match &mut self.members.phase {
             Phase::Leaving(l) => return l.replies.push(reply),
             Phase::Left => {
                 let _ = reply.send(());
@@ -278,9 +278,9 @@ impl Driver {
     /// us (or alone, or out of time); otherwise a leader hands leadership
     /// to another voter, a follower proposes its own removal.
     pub(in crate::group) fn leaving_tick(&mut self) {
-        let Phase::Leaving(l) = &self.phase else { return };
+        let Phase::Leaving(l) = &self.members.phase else { return };
         let alone = self.state.members().len() <= 1;
-        let out = self.removed || self.state.member(self.me.id).is_none();
+        let out = self.members.removed || self.state.member(self.me.id).is_none();
         if out || alone || self.clock.now() >= l.deadline {
             if self.clock.now() >= l.deadline {
                 log::info!("leaving without the group's acknowledgement after {:?}", LEAVE_WAIT);
@@ -297,7 +297,7 @@ impl Driver {
             return;
         }
         let next_step = self.clock.now() + LEAVE_RETRY;
-        if let Phase::Leaving(l) = &mut self.phase {
+        if let Phase::Leaving(l) = &mut self.members.phase {
             l.next_step = next_step;
         }
         let leader = self.incarnation.raw.raft.state == StateRole::Leader;
@@ -329,15 +329,15 @@ impl Driver {
     pub(in crate::group) fn evict_silent(&mut self) {
         let now = self.clock.now();
         let leader = self.incarnation.raw.raft.state == StateRole::Leader;
-        if leader && !self.was_leader {
-            self.liveness.restart(now);
+        if leader && !self.primary.was_leader {
+            self.primary.liveness.restart(now);
         }
-        self.was_leader = leader;
+        self.primary.was_leader = leader;
         if !leader || self.incarnation.raw.raft.has_pending_conf() || self.is_leaving_or_left() {
             return;
         }
         let others: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).filter(|id| *id != self.me.id.raft_id()).collect();
-        let Some((id, silent)) = self.liveness.overdue(&others, now) else { return };
+        let Some((id, silent)) = self.primary.liveness.overdue(&others, now) else { return };
         let Some(m) = self.state.member_by_raft_id(id) else { return };
         let (uuid, name) = (m.info.id, m.info.name.clone());
         if !crate::group::primary::weights::may_remove(&self.state, uuid) {
@@ -349,17 +349,17 @@ impl Driver {
             uuid,
             name,
             silent.as_secs_f64(),
-            self.liveness.timeouts.suspect,
-            self.liveness.timeouts.inactive
+            self.primary.liveness.timeouts.suspect,
+            self.primary.liveness.timeouts.inactive
         );
         self.propose_membership(Membership::Remove { member: uuid }, ConfChangeType::RemoveNode);
     }
 
     pub(in crate::group) fn remember_removed(&mut self, member: Uuid, index: u64) {
-        if self.removed_members.len() >= REMEMBER_REMOVED {
-            self.removed_members.pop_front();
+        if self.members.removed_members.len() >= REMEMBER_REMOVED {
+            self.members.removed_members.pop_front();
         }
-        self.removed_members.push_back((member.raft_id(), member, index));
+        self.members.removed_members.push_back((member.raft_id(), member, index));
     }
 
     /// A removed member that still speaks Raft to us (it was stopped while
@@ -369,7 +369,7 @@ impl Driver {
         if self.peers.contains(&from) {
             return;
         }
-        if let Some((_, uuid, index)) = self.removed_members.iter().rev().find(|(id, ..)| *id == from) {
+        if let Some((_, uuid, index)) = self.members.removed_members.iter().rev().find(|(id, ..)| *id == from) {
             if self.state.member(*uuid).is_none() {
                 self.send_frame([from], &Frame::Left { member: *uuid, index: *index });
             }
@@ -380,19 +380,19 @@ impl Driver {
     /// the node was evicted: it shows a non-primary view (the server stops
     /// taking queries) until the operator reconnects or restarts it.
     pub(in crate::group) fn on_removed_notice(&mut self, index: u64) {
-        if self.removed || self.is_joining() {
+        if self.members.removed || self.is_joining() {
             return; // a notice still on its way when we rejoined
         }
-        if self.is_halted() || matches!(self.phase, Phase::Left) {
+        if self.is_halted() || matches!(self.members.phase, Phase::Left) {
             return; // it leaves anyway
         }
-        if index != 0 && index <= self.stale_until {
+        if index != 0 && index <= self.members.stale_until {
             // About this node's previous incarnation (a member that saw it
             // removed then and has forgotten it rejoined since).
-            return log::debug!("ignoring a removal notice for index {} (rejoined after {})", index, self.stale_until);
+            return log::debug!("ignoring a removal notice for index {} (rejoined after {})", index, self.members.stale_until);
         }
-        self.removed = true;
-        if matches!(self.phase, Phase::Leaving(_)) {
+        self.members.removed = true;
+        if matches!(self.members.phase, Phase::Leaving(_)) {
             return self.leaving_tick();
         }
         if self.state.member(self.me.id).is_none() {
@@ -403,8 +403,8 @@ impl Driver {
         self.state.apply_membership(Membership::Remove { member: self.me.id }, &mut self.events);
         self.flush_events();
         self.rejoin();
-        self.stale_until = index;
-        self.vote_floor = self.vote_floor.max(index);
+        self.members.stale_until = index;
+        self.members.vote_floor = self.members.vote_floor.max(index);
     }
 
     /// Joins the group again as a fresh learner at the members' addresses
@@ -413,28 +413,28 @@ impl Driver {
     pub(in crate::group) fn rejoin(&mut self) {
         let me = self.me.id;
         let peers: Vec<String> = self.state.members().iter().filter(|m| m.info.id != me && !m.info.address.is_empty()).map(|m| m.info.address.clone()).collect();
-        let peers = if peers.is_empty() { self.last_peers.clone() } else { peers };
+        let peers = if peers.is_empty() { self.members.last_peers.clone() } else { peers };
         // Committed, not the log's end: entries past what it knew committed
         // may never be (a leader cut off appends alone), and a floor past
         // anything the group will commit soon would keep it from voting
         // while an idle group needs its vote to elect a leader.
         let committed = self.incarnation.raw.raft.raft_log.committed.max(self.applying);
-        self.vote_floor = self.vote_floor.max(committed);
+        self.members.vote_floor = self.members.vote_floor.max(committed);
         match crate::group::shell::driver::raft_node_with(&self.raft_config, vec![]) {
             Ok(raw) => self.next_incarnation(raw),
             Err(e) => return log::error!("cannot restart the raft node to rejoin: {}", e),
         }
-        for client in self.proposals.abandon() {
+        for client in self.order.proposals.abandon() {
             self.events.push(crate::group::state::GroupEvent::ProposalFailed { token: client });
         }
         self.state = crate::group::state::GroupState::new(me);
         // Who was removed from the group it saw is stale once it starts
         // over: telling one of them "you are out" now could be about an
         // incarnation the group has since taken back.
-        self.removed_members.clear();
-        self.removed = false;
+        self.members.removed_members.clear();
+        self.members.removed = false;
         self.enter(Phase::Joining(Joining::new(peers, self.clock.now())));
-        self.stale_until = 0;
+        self.members.stale_until = 0;
         self.applying = 0;
         self.events.push(crate::group::state::GroupEvent::Rejoining);
         self.flush_events();

@@ -61,11 +61,11 @@ impl Driver {
     /// in a state nobody designed (and the simulator, built for release,
     /// fails the run of a member that halted).
     pub(in crate::group) fn enter(&mut self, next: Phase) {
-        if allowed(&self.phase, &next) {
-            self.phase = next;
+        if allowed(&self.members.phase, &next) {
+            self.members.phase = next;
             return;
         }
-        let what = format!("group member {}: no move from {} to {}", self.me.id, self.phase.name(), next.name());
+        let what = format!("group member {}: no move from {} to {}", self.me.id, self.members.phase.name(), next.name());
         debug_assert!(false, "{}", what);
         log::error!("{}; this node leaves the cluster", what);
         self.stop_applying(self.applying);
@@ -76,15 +76,15 @@ impl Driver {
     /// once it halted. The group numbers what follows a removal for the
     /// members only, so a member that went on would see its seqnos jump.
     pub(in crate::group) fn applies(&self) -> bool {
-        self.removed_at.is_none() && !matches!(self.phase, Phase::Halted | Phase::Left)
+        self.members.removed_at.is_none() && !matches!(self.members.phase, Phase::Halted | Phase::Left)
     }
 
     pub(in crate::group) fn is_halted(&self) -> bool {
-        matches!(self.phase, Phase::Halted)
+        matches!(self.members.phase, Phase::Halted)
     }
 
     pub(in crate::group) fn is_leaving_or_left(&self) -> bool {
-        matches!(self.phase, Phase::Leaving(_) | Phase::Left)
+        matches!(self.members.phase, Phase::Leaving(_) | Phase::Left)
     }
 }
 

@@ -105,7 +105,7 @@ impl Driver {
         for ev in &self.events[from..] {
             if let GroupEvent::Ordered { origin, .. } = ev {
                 if *origin != Uuid::NIL {
-                    self.placement.ordered(*origin);
+                    self.members.placement.ordered(*origin);
                 }
             }
         }
@@ -117,12 +117,12 @@ impl Driver {
         let now = self.clock.now();
         let raft = &self.incarnation.raw.raft;
         let leader = raft.state == StateRole::Leader;
-        if !self.placement.leading(leader, now) || raft.lead_transferee.is_some() || raft.has_pending_conf() || self.is_leaving_or_left() {
+        if !self.members.placement.leading(leader, now) || raft.lead_transferee.is_some() || raft.has_pending_conf() || self.is_leaving_or_left() {
             return;
         }
-        let counted = self.placement.counted();
+        let counted = self.members.placement.counted();
         let members: Vec<Candidate> = self.state.members().iter().map(|m| self.candidate(m, now)).collect();
-        let Some(to) = self.placement.decide(now, self.net.own_segment(), &members) else { return };
+        let Some(to) = self.members.placement.decide(now, self.net.own_segment(), &members) else { return };
         let name = self.state.member(to).map_or_else(String::new, |m| m.info.name.clone());
         log::info!("handing leadership to {} ({}): most of the last {} writesets came from its segment, gmcast.segment {}", to, name, counted, members.iter().find(|m| m.id == to).and_then(|m| m.segment).unwrap_or(0));
         self.incarnation.raw.transfer_leader(to.raft_id());

@@ -25,10 +25,47 @@
 
 use std::cell::Cell;
 use std::collections::VecDeque;
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::driver::Command;
+use bytes::Bytes;
+
+use crate::group::flow::flow_control::Signal;
+use crate::group::primary::liveness::Timeouts;
+use crate::group::primary::quorum::Policy;
+use crate::gtid::Seqno;
+use crate::transport::Inbound;
+
+pub(crate) enum Command {
+    /// A writeset to order; `token` comes back with its delivery (0:
+    /// nobody waits for it).
+    Propose { token: u64, body: Bytes },
+    /// A group entry to order; nobody waits for it.
+    Send(Vec<u8>),
+    /// The client of `token` gave up waiting (KILL): fail it if its
+    /// writeset can still be kept from being ordered.
+    Cancel(u64),
+    /// The seqno a causal read must wait for (Raft ReadIndex).
+    ReadIndex(Sender<Seqno>),
+    Net(Inbound),
+    /// Leave the group gracefully; the sender hears when it is done.
+    Leave(Sender<()>),
+    Isolate(bool),
+    /// This member's backlog crossed a flow-control limit.
+    Flow(Signal),
+    ResetFlowCounters,
+    /// `evs.suspect_timeout` / `evs.inactive_timeout` changed.
+    Timeouts(Timeouts),
+    /// `pc.bootstrap=YES`: a non-primary member forms a primary component
+    /// of its own.
+    Reform,
+    /// `pc.ignore_sb` / `pc.ignore_quorum` / `pc.weight` changed.
+    Policy(Policy),
+    /// `evs.send_window` changed (see [`send_window`]).
+    SendWindow(usize),
+    Stop,
+}
 
 /// Commands waiting for the driver beyond which a sender waits: a turn
 /// takes up to 256 of them (the driver's `BATCH`) and lasts about a

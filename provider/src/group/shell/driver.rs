@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
-use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,17 +16,21 @@ use raft::prelude::{ConfChange, ConfChangeType, Entry as RaftEntry, EntryType, M
 use raft::{ProgressState, RawNode, StateRole};
 
 use crate::group::wire::entry::{Entry, MemberInfo, Membership, Transition};
-use crate::group::flow::flow_control::{FlowControl, Signal};
+use crate::group::flow::flow_control::Signal;
 use crate::group::wire::frame::{Frame, FrameError};
-use crate::group::primary::liveness::{Liveness, Timeouts};
-use crate::group::order::defrag::Defrag;
+use crate::group::primary::liveness::Timeouts;
 use crate::group::wire::pieces;
-use crate::group::order::proposals::{Failed, Proposals};
-use crate::group::primary::quorum::{Change, Policy, Quorum, Seen};
-use crate::group::membership::recovery::{Previous, Recovery};
+use crate::group::order::proposals::Failed;
+use crate::group::primary::quorum::{Change, Quorum, Seen};
+use crate::group::membership::recovery::Previous;
 use crate::group::wire::relay::Out;
 use super::io::{Clock, Links};
 use crate::transport::handshake::{FEATURE_LEADER_WORDS, FEATURE_OWN_PAYLOADS};
+use super::commands::Command;
+use crate::group::flow::Flow;
+use crate::group::membership::Members;
+use crate::group::order::Order;
+use crate::group::primary::Primary;
 use crate::group::FlowGate;
 use super::incarnation::{Incarnation, MAX_DROPPED};
 use super::log::GroupLog;
@@ -55,35 +58,6 @@ pub trait Delivery: Send + 'static {
     }
 }
 
-pub(crate) enum Command {
-    /// A writeset to order; `token` comes back with its delivery (0:
-    /// nobody waits for it).
-    Propose { token: u64, body: Bytes },
-    /// A group entry to order; nobody waits for it.
-    Send(Vec<u8>),
-    /// The client of `token` gave up waiting (KILL): fail it if its
-    /// writeset can still be kept from being ordered.
-    Cancel(u64),
-    /// The seqno a causal read must wait for (Raft ReadIndex).
-    ReadIndex(Sender<Seqno>),
-    Net(Inbound),
-    /// Leave the group gracefully; the sender hears when it is done.
-    Leave(Sender<()>),
-    Isolate(bool),
-    /// This member's backlog crossed a flow-control limit.
-    Flow(Signal),
-    ResetFlowCounters,
-    /// `evs.suspect_timeout` / `evs.inactive_timeout` changed.
-    Timeouts(Timeouts),
-    /// `pc.bootstrap=YES`: a non-primary member forms a primary component
-    /// of its own.
-    Reform,
-    /// `pc.ignore_sb` / `pc.ignore_quorum` / `pc.weight` changed.
-    Policy(Policy),
-    /// `evs.send_window` changed (see [`send_window`]).
-    SendWindow(usize),
-    Stop,
-}
 
 /// How long a departed member stays reachable, so that the notice of its
 /// removal gets through before its link is dropped.
@@ -180,101 +154,21 @@ pub(crate) struct Driver {
     pub(in crate::group) raft_config: raft::Config,
     limits: Limits,
     pub(in crate::group) clock: Arc<dyn Clock>,
-    pub(in crate::group) bootstrap: Option<(Uuid, Seqno)>,
-    /// Joining, member, leaving ... (see `phase`).
-    pub(in crate::group) phase: Phase,
     tick: Duration,
     next_tick: Instant,
     pub(in crate::group) events: Vec<GroupEvent>,
     next_read: u64,
     pub(in crate::group) counters: Arc<Counters>,
-    /// Our writesets until they are ordered.
-    pub(in crate::group) proposals: Proposals,
-    /// Other members' big writesets, written into one buffer each as
-    /// their pieces are stored (see `defrag`).
-    defrag: Defrag,
     /// Entry bytes applied since the last snapshot (big writesets' pieces
     /// make entries of very different sizes).
     applied_bytes: u64,
-    /// A piece of ours was committed or a fence resends: more to hand to
-    /// Raft once the current Ready is done.
-    pump_due: bool,
-    /// A member's state or the configuration changed in this turn's
-    /// entries: a learner may be ready for promotion, or this member's
-    /// held SYNC for release, now rather than at the next tick.
-    members_moved: bool,
-    /// When we last fenced lost proposals.
-    last_fence: Instant,
-    /// Our failed or abandoned writesets up to this token must be fenced:
-    /// proposed every tick until the fence is ordered (a proposal
-    /// forwarded to a leader that is gone is lost without a word, and the
-    /// others would keep the pieces of a writeset never completed, and
-    /// take no snapshot while they do).
-    owed_fence: Option<u64>,
     snapshots: super::snapshot_watch::SnapshotWatch,
-    fc: FlowControl,
-    cluster_lag: crate::group::flow::cluster_lag::ClusterLag,
-    /// The other members' latest words on their leader (see `cut_off`).
-    leader_words: crate::group::primary::cut_off::LeaderWords,
-    arbitrator_hold: crate::group::membership::arbitrator_hold::ArbitratorHold,
-    answers: crate::group::order::answers::Answers,
-    round_trips: crate::group::order::round_trips::RoundTrips,
-    /// What went to each follower, so that its own payloads go back to it
-    /// only once (see `own_payloads`).
-    own_payloads: crate::group::order::own_payloads::Sent,
-    /// Each follower's name and metric series, by raft id (see
-    /// `round_trips`).
-    answer_series: BTreeMap<u64, (String, crate::group::order::round_trips::Series)>,
-    flow: Arc<FlowGate>,
     /// Members the transport is asked to keep links to.
     pub(in crate::group) peers: std::collections::BTreeSet<u64>,
     /// Departed members, and when to drop their links.
     departed: Vec<(u64, Instant)>,
-    /// A member told us the group removed us.
-    pub(in crate::group) removed: bool,
-    /// Failure detection; the leader acts on it.
-    pub(in crate::group) liveness: Liveness,
-    pub(in crate::group) was_leader: bool,
-    /// The last member heard speaking as a leader (an append, heartbeat
-    /// or snapshot), and when: a member that never campaigns (a learner,
-    /// an arbitrator) keeps naming a leader that stepped down, and still
-    /// hears from it (its vote requests), so plain liveness would not do.
-    leader_contact: Option<(u64, Instant)>,
-    /// Where the leader should be (see `placement`).
-    pub(in crate::group) placement: crate::group::membership::placement::Placement,
-    pub(in crate::group) policy: Policy,
-    /// When this member last proposed its weight.
-    pub(in crate::group) weight_asked: Option<Instant>,
-    /// The member this node was before it was killed (told when joining).
-    pub(in crate::group) previous: Option<Previous>,
-    /// Restarted members of our last primary component, while joining.
-    pub(in crate::group) recovery: Option<Recovery>,
-    /// Where this node first joined (`wsrep_cluster_address`): where it
-    /// looks for the group again when it knows no member's address.
-    pub(in crate::group) last_peers: Vec<String>,
-    /// Members this node saw removed (raft id, uuid, log index of the
-    /// removal, 0 when a reform left them out), newest last.
-    pub(in crate::group) removed_members: std::collections::VecDeque<(u64, Uuid, u64)>,
-    /// A member removed and joining again replays the log of its previous
-    /// incarnation up to its removal at this index: what those entries say
-    /// of it is history, not its new join (see `drop_stale`).
-    pub(in crate::group) stale_until: u64,
-    /// What this member's previous incarnation knew committed, or its
-    /// removal if later (0: never removed): the raft node answers vote
-    /// requests only once its log reaches it (see `step::admit`).
-    pub(in crate::group) vote_floor: u64,
     /// Index of the entry (or snapshot) being applied.
     pub(in crate::group) applying: u64,
-    /// The log removed this member (evicted) at this index while it
-    /// was still receiving entries: it applies nothing after (it is not
-    /// numbered past its removal like the members are) and rejoins once
-    /// the current `Ready` is done.
-    pub(in crate::group) removed_at: Option<u64>,
-    /// The seqnos handed to the node so far (see `check_sequence`).
-    sequence: crate::group::order::sequence::Sequence,
-    /// How busy this thread is (see `load`).
-    load: crate::group::flow::load::Load,
-    standstill: crate::group::primary::standstill::Standstill,
     /// Whether this turn took every command waiting, frames among them:
     /// only then is when each member was last heard current (see
     /// `cut_off`). A turn after a long one may find more than a batch.
@@ -287,6 +181,15 @@ pub(crate) struct Driver {
     /// upgrade must not meet one (a newer build sends a new kind only to
     /// peers whose handshake offers the feature).
     unknown_kinds: std::collections::BTreeSet<u8>,
+    /// This member's writesets until ordered, and what goes out of
+    /// the order (see `order`).
+    pub(in crate::group) order: Order,
+    /// Joining, leaving, removals, the leader's placement (see
+    /// `membership`).
+    pub(in crate::group) members: Members,
+    /// Who spoke lately and whether this side may order (see `primary`).
+    pub(in crate::group) primary: Primary,
+    pub(in crate::group) flow: Flow,
 }
 
 pub(crate) struct DriverConfig {
@@ -362,53 +265,23 @@ impl Driver {
             delivery,
             me: cfg.me,
             net,
-            bootstrap,
-            phase: joining.map_or(Phase::Member, Phase::Joining),
             tick: cfg.tick,
             next_tick: now + cfg.tick,
-            load: crate::group::flow::load::Load::new(now),
-            standstill: crate::group::primary::standstill::Standstill::new(now, cfg.tick),
             inbox_drained: false,
             non_member_said: BTreeMap::new(),
             unknown_kinds: Default::default(),
             events: Vec::new(),
             next_read: 1,
             counters,
-            proposals: Proposals::with_piece(cfg.limits.piece),
-            defrag: Defrag::default(),
             applied_bytes: 0,
-            pump_due: false,
-            members_moved: false,
-            last_fence: now,
-            owed_fence: None,
             snapshots: Default::default(),
-            fc: FlowControl::default(),
-            cluster_lag: Default::default(),
-            leader_words: Default::default(),
-            arbitrator_hold: Default::default(),
-            answers: Default::default(),
-            round_trips: Default::default(),
-            own_payloads: Default::default(),
-            answer_series: BTreeMap::new(),
-            flow,
             peers: Default::default(),
             departed: Vec::new(),
-            removed: false,
-            liveness: Liveness::new(cfg.timeouts),
-            was_leader: false,
-            leader_contact: None,
-            placement: crate::group::membership::placement::Placement::new(now),
-            policy: Policy::default(),
-            weight_asked: None,
-            recovery: cfg.previous.clone().filter(|_| bootstrap.is_none()).map(Recovery::new),
-            previous: cfg.previous,
-            last_peers,
-            removed_members: Default::default(),
-            stale_until: 0,
-            vote_floor: 0,
             applying: 0,
-            removed_at: None,
-            sequence: Default::default(),
+            order: Order::new(cfg.limits.piece, now),
+            members: Members::new(bootstrap, joining, last_peers, cfg.previous, now),
+            primary: Primary::new(cfg.timeouts, now, cfg.tick),
+            flow: Flow::new(flow, now),
         })
     }
 
@@ -428,12 +301,12 @@ impl Driver {
     }
 
     pub(crate) fn is_joining(&self) -> bool {
-        matches!(self.phase, Phase::Joining(_))
+        matches!(self.members.phase, Phase::Joining(_))
     }
 
     /// A bootstrapping member campaigns at once: a sole voter wins.
     pub(crate) fn campaign_if_bootstrapping(&mut self) {
-        if self.bootstrap.is_some() {
+        if self.members.bootstrap.is_some() {
             let _ = self.incarnation.raw.campaign();
         }
     }
@@ -449,7 +322,7 @@ impl Driver {
     pub(in crate::group) fn turn(&mut self) -> bool {
         let woke = self.clock.now();
         let go = self.step(None);
-        self.load.worked(woke, self.clock.now());
+        self.flow.load.worked(woke, self.clock.now());
         go
     }
 
@@ -470,11 +343,11 @@ impl Driver {
     pub(crate) fn step(&mut self, first: Option<Command>) -> bool {
         // Both are taken, so that one stop is not seen twice.
         let watched = self.clock.stood_still();
-        if let Some(gap) = self.standstill.turn_begins(self.clock.now()).or(watched) {
+        if let Some(gap) = self.primary.standstill.turn_begins(self.clock.now()).or(watched) {
             self.stood_still(gap);
         }
         let go = self.step_commands(first);
-        self.standstill.turn_ended(self.clock.now());
+        self.primary.standstill.turn_ended(self.clock.now());
         go
     }
 
@@ -501,13 +374,13 @@ impl Driver {
         }
         self.maybe_bootstrap();
         self.rejoin_once_led();
-        self.net.set_eager(self.load.has_spare_time());
+        self.net.set_eager(self.flow.load.has_spare_time());
         self.on_ready();
-        if std::mem::take(&mut self.pump_due) {
+        if std::mem::take(&mut self.order.pump_due) {
             self.pump();
             self.on_ready();
         }
-        if std::mem::take(&mut self.members_moved) {
+        if std::mem::take(&mut self.members.members_moved) {
             // Waiting for the tick cost a joiner up to two of them
             // between its JOIN and its SYNC (the leader's promotion, then
             // the release), a window in which the server has the
@@ -517,7 +390,7 @@ impl Driver {
             self.on_ready();
         }
         self.advance_weighted_commit();
-        if let Some(index) = self.removed_at.take() {
+        if let Some(index) = self.members.removed_at.take() {
             self.on_removed_notice(index);
         }
         if let Some(gap) = self.clock.stood_still() {
@@ -534,7 +407,7 @@ impl Driver {
             Command::Propose { token, body } => self.propose(token, body),
             Command::Send(data) => self.propose_or_keep(data),
             Command::Cancel(token) => {
-                if let Some(failed) = self.proposals.cancel(token) {
+                if let Some(failed) = self.order.proposals.cancel(token) {
                     log::info!("a client gave up its writeset before it was wholly sent: it is withdrawn");
                     self.fail(failed);
                 }
@@ -550,21 +423,21 @@ impl Driver {
             Command::Isolate(on) => self.net.set_isolated(on),
             Command::Flow(signal) => {
                 let me = self.me.id.raft_id();
-                if let Some(sig) = self.fc.local(me, signal, self.clock.now()) {
+                if let Some(sig) = self.flow.fc.local(me, signal, self.clock.now()) {
                     self.broadcast_flow(sig);
                 }
                 self.publish_flow();
             }
             Command::ResetFlowCounters => {
-                self.fc.reset_counters();
+                self.flow.fc.reset_counters();
                 self.publish_flow();
             }
-            Command::Timeouts(t) => self.liveness.timeouts = t,
+            Command::Timeouts(t) => self.primary.liveness.timeouts = t,
             Command::Reform => self.reform(false),
-            Command::Policy(p) => self.policy = p,
+            Command::Policy(p) => self.primary.policy = p,
             Command::SendWindow(w) => self.set_send_window(w),
             Command::Stop => {
-                self.flow.publish(false, false, self.fc.counters(), self.clock.now());
+                self.flow.gate.publish(false, false, self.flow.fc.counters(), self.clock.now());
                 return false;
             }
         }
@@ -579,14 +452,14 @@ impl Driver {
         if self.gate_full(token) {
             return;
         }
-        self.proposals.add(token, body, self.clock.now());
+        self.order.proposals.add(token, body, self.clock.now());
         self.pump();
     }
 
     /// Hands Raft what our writesets have ready (see `Proposals::pump`).
     fn pump(&mut self) {
         let raw = &mut self.incarnation.raw;
-        self.proposals.pump(self.me.id, self.clock.now(), |entry| propose_split(raw, entry));
+        self.order.proposals.pump(self.me.id, self.clock.now(), |entry| propose_split(raw, entry));
     }
 
     /// The payload of a writeset's entry that this member proposed (bytes
@@ -595,7 +468,7 @@ impl Driver {
     /// back from the leader, and would keep a second copy of a big
     /// writeset in its log. None: no longer held.
     fn own_payload(&self, token: u64, offset: u64, len: usize) -> Option<Bytes> {
-        crate::group::order::own_payloads::part(self.proposals.body(token)?, offset, len)
+        crate::group::order::own_payloads::part(self.order.proposals.body(token)?, offset, len)
     }
 
     /// A writeset of ours failed: its client hears it, and what of it may
@@ -610,7 +483,7 @@ impl Driver {
     /// Our writesets up to `token` must be fenced: now, and every tick
     /// until the fence is ordered (see `owed_fence`).
     fn owe_fence(&mut self, token: u64) {
-        self.owed_fence = self.owed_fence.max(Some(token));
+        self.order.owed_fence = self.order.owed_fence.max(Some(token));
         let _ = self.incarnation.raw.propose(vec![], Entry::Fence { origin: self.me.id, token }.encode());
     }
 
@@ -667,15 +540,15 @@ impl Driver {
     /// writesets that made no progress for too long. Once a tick, so that
     /// a writeset is not copied in a busy loop while no leader is known.
     fn resend(&mut self) {
-        if self.bootstrap.is_some() {
+        if self.members.bootstrap.is_some() {
             return; // a component being formed orders nothing before it
         }
         let give_up = self.give_up_after();
-        for failed in self.proposals.stalled(self.clock.now(), give_up) {
+        for failed in self.order.proposals.stalled(self.clock.now(), give_up) {
             self.fail(failed);
         }
         self.pump();
-        if let Some(token) = self.owed_fence.filter(|_| self.incarnation.quorum.is_primary()) {
+        if let Some(token) = self.order.owed_fence.filter(|_| self.incarnation.quorum.is_primary()) {
             let _ = self.incarnation.raw.propose(vec![], Entry::Fence { origin: self.me.id, token }.encode());
         }
         for data in std::mem::take(&mut self.incarnation.dropped) {
@@ -690,12 +563,12 @@ impl Driver {
     /// error: through an election and an eviction, as Galera's clients
     /// wait through a configuration change.
     fn give_up_after(&self) -> Duration {
-        self.liveness.timeouts.inactive.max(2 * FENCE_AFTER)
+        self.primary.liveness.timeouts.inactive.max(2 * FENCE_AFTER)
     }
 
     fn on_net(&mut self, inbound: Inbound) {
         if let Inbound::Frame { from, .. } = &inbound {
-            self.liveness.heard(*from, self.clock.now());
+            self.primary.liveness.heard(*from, self.clock.now());
         }
         match inbound {
             Inbound::Frame { kind, payload, from } => match Frame::decode(kind, &payload) {
@@ -718,7 +591,7 @@ impl Driver {
             Frame::Raft(m) => {
                 self.tell_if_removed(from);
                 if matches!(m.get_msg_type(), MessageType::MsgAppend | MessageType::MsgHeartbeat | MessageType::MsgSnapshot) {
-                    self.leader_contact = Some((m.from, self.clock.now()));
+                    self.primary.leader_contact = Some((m.from, self.clock.now()));
                 }
                 // A member only hears its own group: after a reform the
                 // old group's members must not pull it back into their
@@ -733,8 +606,8 @@ impl Driver {
                     return self.drop_from_non_member(m.from, m.get_msg_type());
                 }
                 let log = &self.incarnation.raw.raft.raft_log;
-                let Some(m) = super::step::admit(m, log.last_index(), log.committed, self.vote_floor) else {
-                    return log::debug!("not answering a vote request from {:x}: this log is short of its previous incarnation's ({} < {})", from, log.last_index(), self.vote_floor);
+                let Some(m) = super::step::admit(m, log.last_index(), log.committed, self.members.vote_floor) else {
+                    return log::debug!("not answering a vote request from {:x}: this log is short of its previous incarnation's ({} < {})", from, log.last_index(), self.members.vote_floor);
                 };
                 let answer = (m.get_msg_type() == MessageType::MsgAppendResponse && !m.reject).then_some((m.from, m.term, m.index));
                 let committed = self.incarnation.raw.raft.raft_log.committed;
@@ -758,7 +631,7 @@ impl Driver {
                 Err(why) => log::warning!("ignoring a relay frame from {:x}: {}", from, why),
             },
             Frame::Own(mut m, left_out) => {
-                let proposals = &self.proposals;
+                let proposals = &self.order.proposals;
                 match crate::group::order::own_payloads::fill(&mut m, &left_out, self.me.id, |token| proposals.body(token).cloned()) {
                     Ok(()) => self.on_frame(from, Frame::Raft(m)),
                     // Raft sends it again, whole (see `own_payloads`).
@@ -772,25 +645,25 @@ impl Driver {
             Frame::Left { .. } => {}
             Frame::Lag(ms) => {
                 if self.state.member_by_raft_id(from).is_some() {
-                    self.cluster_lag.on_report(from, ms, self.clock.now());
+                    self.flow.cluster_lag.on_report(from, ms, self.clock.now());
                 }
             }
             Frame::Leader(word) => {
                 if self.state.member_by_raft_id(from).is_some() {
-                    self.leader_words.on_word(from, word, self.clock.now());
+                    self.primary.leader_words.on_word(from, word, self.clock.now());
                 }
             }
             Frame::Hold(index) => {
                 if self.me.arbitrator && self.state.member_by_raft_id(from).is_some() {
-                    self.arbitrator_hold.on_word(index);
+                    self.members.arbitrator_hold.on_word(index);
                 }
             }
             Frame::Flow(signal) => {
                 // Only members may pause the group.
                 if self.state.member_by_raft_id(from).is_some() {
                     let now = self.clock.now();
-                    self.fc.on_message(from, signal, now);
-                    if let Some(sig) = self.fc.resume_deferred(self.me.id.raft_id(), now) {
+                    self.flow.fc.on_message(from, signal, now);
+                    if let Some(sig) = self.flow.fc.resume_deferred(self.me.id.raft_id(), now) {
                         self.broadcast_flow(sig);
                     }
                     self.publish_flow();
@@ -802,25 +675,25 @@ impl Driver {
     /// A follower's acceptance, for `round_trips`: how long it took, and
     /// whether it moved the commit index from `committed`.
     fn note_answer(&mut self, from: u64, term: u64, index: u64, committed: u64) {
-        let took = self.round_trips.answered(from, term, index, self.clock.now());
+        let took = self.order.round_trips.answered(from, term, index, self.clock.now());
         let moved = self.incarnation.raw.raft.raft_log.committed > committed;
         if took.is_none() && !moved {
             return;
         }
-        if !self.answer_series.contains_key(&from) {
+        if !self.order.answer_series.contains_key(&from) {
             let Some(m) = self.state.member_by_raft_id(from) else { return };
             let name = m.info.name.clone();
             let series = self.counters.round_trips.series(&name);
-            self.answer_series.insert(from, (name, series));
+            self.order.answer_series.insert(from, (name, series));
         }
-        self.answer_series[&from].1.record(took, moved);
+        self.order.answer_series[&from].1.record(took, moved);
     }
 
     /// Members that left take their answer series off the metrics page.
     fn forget_answers_of_the_gone(&mut self) {
-        let gone: Vec<u64> = self.answer_series.keys().copied().filter(|id| self.state.member_by_raft_id(*id).is_none()).collect();
+        let gone: Vec<u64> = self.order.answer_series.keys().copied().filter(|id| self.state.member_by_raft_id(*id).is_none()).collect();
         for id in gone {
-            if let Some((name, _)) = self.answer_series.remove(&id) {
+            if let Some((name, _)) = self.order.answer_series.remove(&id) {
                 self.counters.round_trips.forget(&name);
             }
         }
@@ -857,7 +730,7 @@ impl Driver {
             kind,
             from,
             self.applying,
-            self.stale_until
+            self.members.stale_until
         );
     }
 
@@ -893,7 +766,7 @@ impl Driver {
         self.publish_weights();
         self.resend();
         self.maybe_fence();
-        if let Some(sig) = self.fc.tick(self.me.id.raft_id(), self.clock.now()) {
+        if let Some(sig) = self.flow.fc.tick(self.me.id.raft_id(), self.clock.now()) {
             self.broadcast_flow(sig);
         }
         self.publish_flow();
@@ -916,7 +789,7 @@ impl Driver {
         }
         let data_voters = members.iter().filter(|m| m.voter && !m.info.arbitrator);
         let Some(lowest) = data_voters.filter_map(|m| raft.prs().get(m.info.id.raft_id())).map(|pr| pr.matched).min() else { return };
-        if self.arbitrator_hold.due(lowest, now) {
+        if self.members.arbitrator_hold.due(lowest, now) {
             self.send_frame(arbitrators, &Frame::Hold(lowest));
         }
     }
@@ -924,15 +797,15 @@ impl Driver {
     /// Sends this member's apply lag to the others when due, and
     /// publishes the cluster's worst.
     fn report_lag(&mut self, now: Instant) {
-        if self.cluster_lag.due(now) {
+        if self.flow.cluster_lag.due(now) {
             let ms = self.delivery.apply_lag_ms();
             let me = self.me.id.raft_id();
-            self.cluster_lag.on_report(me, ms, now);
+            self.flow.cluster_lag.on_report(me, ms, now);
             let others = self.state.members().iter().filter(|m| m.info.id != self.me.id).map(|m| m.info.id.raft_id());
             self.send_frame(others, &Frame::Lag(ms));
             self.report_leader(now);
         }
-        self.flow.publish_lag(self.cluster_lag.worst(now));
+        self.flow.gate.publish_lag(self.flow.cluster_lag.worst(now));
     }
 
     /// A follower that hears its leader says so to the other followers
@@ -941,7 +814,7 @@ impl Driver {
     fn report_leader(&self, now: Instant) {
         let raft = &self.incarnation.raw.raft;
         let me = self.me.id.raft_id();
-        let Some((leader, at)) = self.leader_contact.filter(|(l, _)| *l == raft.leader_id && *l != me) else { return };
+        let Some((leader, at)) = self.primary.leader_contact.filter(|(l, _)| *l == raft.leader_id && *l != me) else { return };
         let silent = now.saturating_duration_since(at);
         // A word older than this counts for nobody (`LeaderWords`).
         if silent >= crate::group::primary::cut_off::heard_elsewhere_within(crate::group::primary::cut_off::window(self.tick)) {
@@ -959,7 +832,7 @@ impl Driver {
 
     fn publish_flow(&self) {
         let now = self.clock.now();
-        self.flow.publish(self.fc.paused(now), self.fc.requested(), self.fc.counters(), now);
+        self.flow.gate.publish(self.flow.fc.paused(now), self.flow.fc.requested(), self.flow.fc.counters(), now);
     }
 
     /// The bootstrapping member records the new component in the log once
@@ -970,9 +843,9 @@ impl Driver {
     /// the bootstrap entry is applied.
     fn maybe_bootstrap(&mut self) {
         if self.state.member(self.me.id).is_some() && !self.state.awaits_bootstrap() {
-            self.bootstrap = None;
+            self.members.bootstrap = None;
         }
-        let Some((history, position)) = self.bootstrap else { return };
+        let Some((history, position)) = self.members.bootstrap else { return };
         if self.incarnation.raw.raft.state != StateRole::Leader || self.incarnation.raw.raft.has_pending_conf() {
             return;
         }
@@ -1001,12 +874,12 @@ impl Driver {
     /// and the appends of a commit index alone that another append in
     /// the batch carries (see `commit_only`).
     fn send(&mut self, mut msgs: Vec<Message>) {
-        msgs.retain(|m| !self.answers.repeats(m));
+        msgs.retain(|m| !self.order.answers.repeats(m));
         crate::group::order::commit_only::fold(&mut msgs);
         let now = self.clock.now();
         for m in msgs.iter().filter(|m| m.get_msg_type() == MessageType::MsgAppend) {
             if let Some(last) = m.entries.last() {
-                self.round_trips.sent(m.to, m.term, last.index, now);
+                self.order.round_trips.sent(m.to, m.term, last.index, now);
             }
         }
         let relays = self.relays();
@@ -1018,13 +891,13 @@ impl Driver {
                 Out::Direct(mut m) => {
                     let to = m.to;
                     let net = &self.net;
-                    let left_out = self.own_payloads.leave_out(&mut m, || net.has_feature(to, FEATURE_OWN_PAYLOADS));
+                    let left_out = self.order.own_payloads.leave_out(&mut m, || net.has_feature(to, FEATURE_OWN_PAYLOADS));
                     let frame = if left_out.is_empty() { Frame::Raft(m) } else { Frame::Own(m, left_out) };
                     self.send_frame([to], &frame)
                 }
                 Out::Relay { via, msgs } => {
                     for m in &msgs {
-                        let _ = self.own_payloads.note(m);
+                        let _ = self.order.own_payloads.note(m);
                     }
                     self.send_relayed(via, msgs)
                 }
@@ -1068,14 +941,14 @@ impl Driver {
     /// stays one that sends no snapshot.
     pub(in crate::group) fn next_incarnation(&mut self, raw: RawNode<GroupLog>) {
         self.incarnation = self.incarnation.next(arbitrator_log(raw, self.me.arbitrator));
-        self.defrag.clear();
+        self.order.defrag.clear();
     }
 
     /// Whether the member `id` (its progress `pr`, as this leader tracks
     /// it) receives appends as they come and answers: a relay, or a
     /// leader to hand over to (see `placement`).
     pub(in crate::group) fn keeps_up(&self, id: u64, pr: &raft::Progress, now: Instant) -> bool {
-        pr.state == ProgressState::Replicate && self.liveness.heard_within(id, now, KEEPS_UP_HEARD_WITHIN)
+        pr.state == ProgressState::Replicate && self.primary.liveness.heard_within(id, now, KEEPS_UP_HEARD_WITHIN)
     }
 
     fn send_relayed(&mut self, via: u64, msgs: Vec<Message>) {
@@ -1123,7 +996,7 @@ impl Driver {
                     self.incarnation.quorum.rejoined();
                 }
                 self.incarnation.unconfirmed.committed(self.me.id, &entry);
-                self.members_moved |= matches!(entry, Entry::MemberState { .. });
+                self.members.members_moved |= matches!(entry, Entry::MemberState { .. });
                 let before = self.events.len();
                 self.state.apply(entry, &mut self.events);
                 self.join_assembled(before);
@@ -1140,7 +1013,7 @@ impl Driver {
     /// nothing more to the node, which leaves the cluster.
     fn check_sequence(&mut self) {
         for i in 0..self.events.len() {
-            let Err(e) = self.sequence.check(&self.events[i]) else { continue };
+            let Err(e) = self.order.sequence.check(&self.events[i]) else { continue };
             log::error!("the order this node was given is broken ({}, log index {}): it stops applying and leaves the cluster", e, self.applying);
             self.events.truncate(i);
             return self.stop_applying(self.applying);
@@ -1166,7 +1039,7 @@ impl Driver {
         if self.is_halted() {
             return;
         }
-        self.phase = Phase::Halted; // from any other phase (see `phase::allowed`)
+        self.members.phase = Phase::Halted; // from any other phase (see `phase::allowed`)
         self.events.push(GroupEvent::Halted { index });
     }
 
@@ -1179,17 +1052,17 @@ impl Driver {
     fn join_assembled(&mut self, from: usize) {
         for ev in &mut self.events[from..] {
             if let GroupEvent::Fenced { origin, token } = ev {
-                self.defrag.fence(*origin, *token);
+                self.order.defrag.fence(*origin, *token);
             }
             let GroupEvent::Assembled { seqno, origin, token, pieces } = ev else { continue };
             let len: usize = pieces.iter().map(Bytes::len).sum();
-            let ours = if *origin == self.me.id { self.proposals.body(*token).filter(|b| b.len() == len) } else { None };
+            let ours = if *origin == self.me.id { self.order.proposals.body(*token).filter(|b| b.len() == len) } else { None };
             let payload = match ours {
                 Some(body) => {
                     debug_assert!(pieces::join(pieces.clone()) == *body, "our writeset came back changed");
                     body.clone()
                 }
-                None => match self.defrag.take(*origin, *token, pieces) {
+                None => match self.order.defrag.take(*origin, *token, pieces) {
                     Some(whole) => whole,
                     None => pieces::join(std::mem::take(pieces)),
                 },
@@ -1208,19 +1081,19 @@ impl Driver {
         for ev in &mut self.events[from..] {
             match ev {
                 GroupEvent::Assembling { origin, token, bytes } if *origin == me => {
-                    self.proposals.progressed(*token, *bytes, self.clock.now());
+                    self.order.proposals.progressed(*token, *bytes, self.clock.now());
                     progressed = true;
                 }
                 GroupEvent::Ordered { origin, token, .. } if *origin == me && *token != 0 => {
                     // None: a copy from before a fence cannot be ordered
                     // (the group drops it), so this is not expected.
-                    *token = self.proposals.ordered(*token).unwrap_or(0);
+                    *token = self.order.proposals.ordered(*token).unwrap_or(0);
                     self.counters.sent_one_less();
                 }
                 GroupEvent::Fenced { origin, token } if *origin == me => {
                     fenced = Some(*token);
-                    if self.owed_fence.is_some_and(|owed| *token >= owed) {
-                        self.owed_fence = None;
+                    if self.order.owed_fence.is_some_and(|owed| *token >= owed) {
+                        self.order.owed_fence = None;
                     }
                 }
                 _ => {}
@@ -1229,12 +1102,12 @@ impl Driver {
         self.events.retain(|ev| !matches!(ev, GroupEvent::Fenced { origin, .. } if *origin == me) && !matches!(ev, GroupEvent::Assembling { .. }));
         if let Some(upto) = fenced {
             let give_up = self.give_up_after();
-            for client in self.proposals.fenced(upto, self.clock.now(), give_up) {
+            for client in self.order.proposals.fenced(upto, self.clock.now(), give_up) {
                 self.events.push(GroupEvent::ProposalFailed { token: client });
             }
         }
         // Not now: this runs inside a Ready hand-off (see `turn`).
-        self.pump_due |= progressed || fenced.is_some();
+        self.order.pump_due |= progressed || fenced.is_some();
     }
 
     fn apply_conf_change(&mut self, index: u64, data: &[u8]) {
@@ -1242,7 +1115,7 @@ impl Driver {
             Ok(cc) => cc,
             Err(e) => return self.halt(index, &format!("configuration change: {}", e)),
         };
-        self.members_moved = true;
+        self.members.members_moved = true;
         let membership = Membership::decode(cc.get_context());
         // A join asked again before the first Add was applied is ordered
         // twice. The group state ignores the second; raft-rs would make
@@ -1262,7 +1135,7 @@ impl Driver {
         }
         match membership {
             Ok(m) => {
-                log::debug!("applying membership {:?} at index {} (stale until {}, member now: {})", m, index, self.stale_until, self.state.member(self.me.id).is_some());
+                log::debug!("applying membership {:?} at index {} (stale until {}, member now: {})", m, index, self.members.stale_until, self.state.member(self.me.id).is_some());
                 if let Membership::Add { member } = &m {
                     if !repeated {
                         self.incarnation.raw.store().note_added(member.id.raft_id(), index);
@@ -1275,9 +1148,9 @@ impl Driver {
                     }
                 }
                 let me_out = matches!(&m, Membership::Remove { member } if *member == self.me.id);
-                if me_out && index > self.stale_until && !self.is_leaving_or_left() {
+                if me_out && index > self.members.stale_until && !self.is_leaving_or_left() {
                     // As if told by the notice (see `removed_at`).
-                    self.removed_at = Some(index);
+                    self.members.removed_at = Some(index);
                     return;
                 }
                 let before = self.events.len();
@@ -1285,14 +1158,14 @@ impl Driver {
                 self.drop_stale(index, before);
                 self.refresh_peers();
                 let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
-                self.fc.retain_members(&ids);
-                self.liveness.retain_members(&ids);
-                self.cluster_lag.retain_members(&ids);
-                self.leader_words.retain_members(&ids);
-                self.own_payloads.retain_members(&ids);
+                self.flow.fc.retain_members(&ids);
+                self.primary.liveness.retain_members(&ids);
+                self.flow.cluster_lag.retain_members(&ids);
+                self.primary.leader_words.retain_members(&ids);
+                self.order.own_payloads.retain_members(&ids);
                 self.forget_answers_of_the_gone();
                 self.publish_flow();
-                if me_out && matches!(self.phase, Phase::Leaving(_)) {
+                if me_out && matches!(self.members.phase, Phase::Leaving(_)) {
                     // The leave is done: what the group orders after it
                     // is not numbered for this member (see `applies`).
                     self.leaving_tick();
@@ -1318,13 +1191,13 @@ impl Driver {
             return log::error!("cannot install the snapshot at index {}: {}", index, e);
         }
         self.state = state;
-        self.defrag.clear();
+        self.order.defrag.clear();
         self.applying = index;
         self.incarnation.gate.restart(self.state.weighted().then_some(index));
         log::info!("restored the group state at seqno {} from a snapshot (index {})", self.state.seqno(), index);
         self.forget_own_proposals();
         let mut view = self.state.view();
-        if index <= self.stale_until {
+        if index <= self.members.stale_until {
             // Taken before our removal: we are not in it as who we are now.
             view.members.retain(|m| m.id != self.me.id);
             view.my_idx = -1;
@@ -1342,15 +1215,15 @@ impl Driver {
     /// view; one that was ordered reaches this node's data by its state
     /// transfer, as Galera's do. What is still in flight is fenced.
     fn forget_own_proposals(&mut self) {
-        let fence = self.proposals.highest_sent();
-        let failed = self.proposals.abandon();
+        let fence = self.order.proposals.highest_sent();
+        let failed = self.order.proposals.abandon();
         if !failed.is_empty() {
             log::info!("{} writesets of this node's clients may be in the snapshot it caught up with: they fail", failed.len());
         }
         for client in failed {
             self.events.push(GroupEvent::ProposalFailed { token: client });
         }
-        self.owed_fence = self.owed_fence.max(fence);
+        self.order.owed_fence = self.order.owed_fence.max(fence);
     }
 
     /// Tells the transport where every member listens, and to stop
@@ -1386,7 +1259,7 @@ impl Driver {
     /// it replays the log of its previous one (up to `stale_until`), where
     /// the group it sees is history.
     fn is_member_now(&self) -> bool {
-        self.state.member(self.me.id).is_some() && self.applying > self.stale_until
+        self.state.member(self.me.id).is_some() && self.applying > self.members.stale_until
     }
 
     /// A read's context must be unique in the whole group: the leader
@@ -1450,7 +1323,7 @@ impl Driver {
             self.call_restarted_members();
         }
         self.incarnation.quorum.note_leader(self.incarnation.raw.raft.leader_id);
-        match self.incarnation.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
+        match self.incarnation.quorum.observe(leader, now, self.primary.liveness.timeouts.suspect) {
             Some(Change::Lost) => self.lose_primary_or_ignore(),
             Some(Change::AskRejoin) => self.ask_rejoin(),
             None => {}
@@ -1475,13 +1348,13 @@ impl Driver {
     /// as before (`lose_primary_or_ignore`).
     fn cut_off(&mut self, now: Instant) -> bool {
         let window = crate::group::primary::cut_off::window(self.tick);
-        let listening = self.inbox_drained && self.standstill.ran_throughout(now, window);
+        let listening = self.inbox_drained && self.primary.standstill.ran_throughout(now, window);
         if !self.incarnation.quorum.is_primary() || !listening || !self.could_go_on_without_me() {
             return false;
         }
         let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
-        self.liveness.list(&ids, now);
-        let heard = |m: &Member| m.info.id == self.me.id || self.liveness.spoke_lately(m.info.id.raft_id(), now, window);
+        self.primary.liveness.list(&ids, now);
+        let heard = |m: &Member| m.info.id == self.me.id || self.primary.liveness.spoke_lately(m.info.id.raft_id(), now, window);
         let why = if crate::group::primary::cut_off::hears_a_minority(&self.state, heard) {
             format!("heard from no majority of the cluster for {:?} (cut off, or the others are down)", window)
         } else if let Some((reporter, leader)) = self.leader_heard_elsewhere(now, window) {
@@ -1506,9 +1379,9 @@ impl Driver {
         }
         // Appends relayed by a member of this segment (see `relay`) are the
         // leader heard too, though its own frames are not.
-        let led_lately = |id: u64| self.leader_contact.is_some_and(|(l, at)| l == id && now.saturating_duration_since(at) < window);
-        let silent = |id: u64| id != me && self.state.member_by_raft_id(id).is_some() && !self.liveness.spoke_lately(id, now, window) && !led_lately(id);
-        self.leader_words.heard_elsewhere(now, raft.term, window, silent)
+        let led_lately = |id: u64| self.primary.leader_contact.is_some_and(|(l, at)| l == id && now.saturating_duration_since(at) < window);
+        let silent = |id: u64| id != me && self.state.member_by_raft_id(id).is_some() && !self.primary.liveness.spoke_lately(id, now, window) && !led_lately(id);
+        self.primary.leader_words.heard_elsewhere(now, raft.term, window, silent)
     }
 
     /// A non-primary member asks for its primary view in the turn that
@@ -1523,14 +1396,14 @@ impl Driver {
         let now = self.clock.now();
         let leader = self.leader_seen(now);
         self.incarnation.quorum.note_leader(self.incarnation.raw.raft.leader_id);
-        if let Some(Change::AskRejoin) = self.incarnation.quorum.observe(leader, now, self.liveness.timeouts.suspect) {
+        if let Some(Change::AskRejoin) = self.incarnation.quorum.observe(leader, now, self.primary.liveness.timeouts.suspect) {
             self.ask_rejoin();
         }
     }
 
     fn watches_quorum(&self) -> bool {
         let member = self.state.member(self.me.id).is_some();
-        member && !matches!(self.phase, Phase::Joining(_) | Phase::Leaving(_)) && !self.removed
+        member && !matches!(self.members.phase, Phase::Joining(_) | Phase::Leaving(_)) && !self.members.removed
     }
 
     /// The leader as `quorum` needs it: none, this member, or another
@@ -1539,7 +1412,7 @@ impl Driver {
         if !self.leader_known(now) {
             return Seen::None;
         }
-        match self.leader_contact {
+        match self.primary.leader_contact {
             Some((leader, at)) if leader == self.incarnation.raw.raft.leader_id && leader != self.me.id.raft_id() => Seen::Other(at),
             _ => Seen::Me,
         }
@@ -1548,7 +1421,7 @@ impl Driver {
     /// A leader that spoke as one lately, and that the weights allow.
     fn leader_known(&self, now: Instant) -> bool {
         let silent = crate::group::primary::quorum::LEADER_SILENT;
-        let spoke_as_leader = |id| self.leader_contact.is_some_and(|(l, at)| l == id && now.saturating_duration_since(at) <= silent);
+        let spoke_as_leader = |id| self.primary.leader_contact.is_some_and(|(l, at)| l == id && now.saturating_duration_since(at) <= silent);
         crate::group::primary::quorum::has_leader(self.incarnation.raw.raft.leader_id, self.me.id.raft_id(), spoke_as_leader) && self.weight_allows_leader(now)
     }
 
@@ -1603,7 +1476,7 @@ impl Driver {
         for id in others {
             self.remember_removed(id, at);
         }
-        self.bootstrap = Some((self.state.history(), self.state.seqno()));
+        self.members.bootstrap = Some((self.state.history(), self.state.seqno()));
         self.state.reform(keep_alone_view);
         self.refresh_peers();
         self.forget_answers_of_the_gone();
@@ -1617,7 +1490,7 @@ impl Driver {
     fn lose_primary_or_ignore(&mut self) {
         let now = self.clock.now();
         let standing = self.side_standing(now);
-        let forced = self.policy.forces_primary(standing);
+        let forced = self.primary.policy.forces_primary(standing);
         // An arbitrator never forms a component (see `reform`), so it must
         // not deliver its log's tail either: the group's leader sends it
         // those entries again once the partition heals, and each would be
@@ -1626,7 +1499,7 @@ impl Driver {
         if self.me.arbitrator || (!forced && !self.reforms_by_weight()) {
             return self.lose_primary();
         }
-        if forced && self.policy.ignore_sb && standing == crate::group::primary::weights::Standing::Split {
+        if forced && self.primary.policy.ignore_sb && standing == crate::group::primary::weights::Standing::Split {
             // Galera's wording (mtr suppresses it): the operator chose this.
             log::warning!("Ignoring possible split-brain (allowed by configuration) from view: this side stands {:?} in the last primary view", standing);
         } else if forced {
@@ -1637,7 +1510,7 @@ impl Driver {
             log::info!("this node alone weighs more than half of the last primary view: it forms the primary component");
         }
         self.deliver_own_log();
-        self.proposals.unsend_all(now);
+        self.order.proposals.unsend_all(now);
         // No non-primary view was delivered on this path.
         self.reform(true);
     }
@@ -1657,7 +1530,7 @@ impl Driver {
         // signal is wsrep_cluster_status, and mtr tests count warnings.
         log::info!(
             "no leader for longer than {:?}: this node is non-Primary with {} of {} members of the last primary view",
-            self.liveness.timeouts.suspect.max(Quorum::MIN_GRACE),
+            self.primary.liveness.timeouts.suspect.max(Quorum::MIN_GRACE),
             members.len(),
             self.state.members().len()
         );
@@ -1671,7 +1544,7 @@ impl Driver {
     /// their clients hear so once it reads the log; the rest are fenced
     /// and sent again as after any stall (`maybe_fence`).
     fn stood_still(&mut self, gap: Duration) {
-        if !self.standstill.is_new(self.clock.now()) || !self.could_go_on_without_me() {
+        if !self.primary.standstill.is_new(self.clock.now()) || !self.could_go_on_without_me() {
             return;
         }
         log::info!("this node stood still for {:.1} s (paused or starved of CPU) while the group went on: it is non-Primary until it has caught up", gap.as_secs_f64());
@@ -1691,7 +1564,7 @@ impl Driver {
     fn could_go_on_without_me(&self) -> bool {
         let synced = self.state.member(self.me.id).is_some_and(|m| m.state == crate::group::state::MemberState::Synced);
         let other_data = self.state.members().iter().any(|m| m.info.id != self.me.id && !m.info.arbitrator);
-        let kept_primary = self.policy.ignore_quorum || self.policy.ignore_sb || self.reforms_by_weight();
+        let kept_primary = self.primary.policy.ignore_quorum || self.primary.policy.ignore_sb || self.reforms_by_weight();
         synced && other_data && !kept_primary && !self.me.arbitrator && self.watches_quorum() && !self.is_halted() && !self.is_leaving_or_left()
     }
 
@@ -1700,11 +1573,11 @@ impl Driver {
     fn non_primary_view(&mut self, members: Vec<MemberInfo>) {
         // What of them may be in the log is fenced once a leader is known
         // again (see `owed_fence`).
-        let fence = self.proposals.highest_sent();
-        for client in self.proposals.abandon() {
+        let fence = self.order.proposals.highest_sent();
+        for client in self.order.proposals.abandon() {
             self.events.push(GroupEvent::ProposalFailed { token: client });
         }
-        self.owed_fence = self.owed_fence.max(fence);
+        self.order.owed_fence = self.order.owed_fence.max(fence);
         self.deliver_non_primary(members);
     }
 
@@ -1720,16 +1593,16 @@ impl Driver {
     /// fence everything up to the highest token so that it can never be
     /// ordered later; it is sent again (or its client learns it failed).
     fn maybe_fence(&mut self) {
-        let Some(upto) = self.proposals.highest_sent() else { return };
+        let Some(upto) = self.order.proposals.highest_sent() else { return };
         let now = self.clock.now();
-        let stalled = self.proposals.oldest_progress().is_some_and(|at| now.saturating_duration_since(at) >= FENCE_AFTER);
-        if !stalled || self.clock.now().saturating_duration_since(self.last_fence) < FENCE_AFTER {
+        let stalled = self.order.proposals.oldest_progress().is_some_and(|at| now.saturating_duration_since(at) >= FENCE_AFTER);
+        if !stalled || self.clock.now().saturating_duration_since(self.order.last_fence) < FENCE_AFTER {
             return;
         }
         if self.state.member(self.me.id).is_none() {
             return;
         }
-        self.last_fence = self.clock.now();
+        self.order.last_fence = self.clock.now();
         log::info!("fencing proposals up to token {} (no progress for {:?}); they will be sent again", upto, FENCE_AFTER);
         let data = Entry::Fence { origin: self.me.id, token: upto }.encode();
         let _ = self.incarnation.raw.propose(vec![], data);
@@ -1785,7 +1658,7 @@ impl Driver {
             let me = self.me.id.raft_id();
             return raft.prs().iter().filter(|(id, _)| **id != me).map(|(_, pr)| pr.matched).min();
         }
-        self.me.arbitrator.then(|| self.arbitrator_hold.lowest())
+        self.me.arbitrator.then(|| self.members.arbitrator_hold.lowest())
     }
 
     /// Events of an entry at `index` from `from` on: up to our removal
@@ -1798,7 +1671,7 @@ impl Driver {
     /// gcache see the same sequence as everyone's, and a seqno the
     /// appliers never see is not a gap in what the server is given.
     fn drop_stale(&mut self, index: u64, from: usize) {
-        if index > self.stale_until {
+        if index > self.members.stale_until {
             return;
         }
         let me = self.me.id;
@@ -1974,7 +1847,7 @@ impl super::ready::ReadyHandler for Driver {
             let stored = match Entry::decode(&e.context) {
                 Ok(Entry::Ordered { origin, token, .. }) if origin == me => self.own_payload(token, 0, len),
                 Ok(Entry::Piece { origin, token, offset, .. }) if origin == me => self.own_payload(token, offset, len),
-                Ok(Entry::Piece { origin, token, total, offset, .. }) => self.defrag.stage(origin, token, total, offset, &e.data),
+                Ok(Entry::Piece { origin, token, total, offset, .. }) => self.order.defrag.stage(origin, token, total, offset, &e.data),
                 _ => None,
             };
             if let Some(data) = stored {

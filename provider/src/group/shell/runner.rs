@@ -21,8 +21,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 
-use super::commands::{self, Commands};
-use super::driver::{Command, Driver};
+use super::commands::{self, Command, Commands};
+use super::driver::Driver;
 use crate::log;
 
 pub(crate) struct Runner {

@@ -147,9 +147,9 @@ impl Driver {
     /// The leader's verdict: whether the members it heard within Raft's
     /// check_quorum window weigh enough to be primary.
     pub(in crate::group) fn side_is_primary(&self, now: Instant) -> bool {
-        let heard = |id| self.liveness.heard_within(id, now, weights::VERDICT_WINDOW);
+        let heard = |id| self.primary.liveness.heard_within(id, now, weights::VERDICT_WINDOW);
         let standing = weights::leader_standing(&self.state, self.me.id, heard);
-        standing == Standing::Majority || self.policy.forces_primary(standing)
+        standing == Standing::Majority || self.primary.policy.forces_primary(standing)
     }
 
     /// This member and the members it heard from lately, weighed against
@@ -160,8 +160,8 @@ impl Driver {
 
     /// Whether `m` stands on this member's side as it turns non-primary.
     pub(in crate::group) fn hears(&self, m: &Member, now: Instant) -> bool {
-        let window = crate::group::primary::quorum::Quorum::side_window(self.liveness.timeouts.suspect);
-        m.info.id == self.me.id || self.liveness.heard_within(m.info.id.raft_id(), now, window)
+        let window = crate::group::primary::quorum::Quorum::side_window(self.primary.liveness.timeouts.suspect);
+        m.info.id == self.me.id || self.primary.liveness.heard_within(m.info.id.raft_id(), now, window)
     }
 
     /// While weights differ a leader counts only if it says it hears a
@@ -175,7 +175,7 @@ impl Driver {
             return self.side_is_primary(now);
         }
         self.incarnation.leader_says.is_some_and(|(from, primary, at)| {
-            primary && from == self.incarnation.raw.raft.leader_id && now.saturating_duration_since(at) < self.liveness.timeouts.suspect
+            primary && from == self.incarnation.raw.raft.leader_id && now.saturating_duration_since(at) < self.primary.liveness.timeouts.suspect
         })
     }
 
@@ -202,7 +202,7 @@ impl Driver {
         log::info!("delivering {} entries of this node's log (indexes {}-{}) the old component may have committed", entries.len(), from, from + entries.len() as u64 - 1);
         self.incarnation.gate.restart(None);
         for e in entries {
-            if self.removed_at.is_some() {
+            if self.members.removed_at.is_some() {
                 break;
             }
             self.apply_entry(e);
@@ -214,18 +214,18 @@ impl Driver {
     /// `pc.weight`: an ordered entry, asked again at most once a second.
     pub(in crate::group) fn propose_weight(&mut self, now: Instant) {
         let Some(m) = self.state.member(self.me.id) else { return };
-        if m.weight == self.policy.weight || !self.incarnation.quorum.is_primary() {
-            self.weight_asked = None;
+        if m.weight == self.primary.policy.weight || !self.incarnation.quorum.is_primary() {
+            self.primary.weight_asked = None;
             return;
         }
-        if self.weight_asked.is_some_and(|at| now.saturating_duration_since(at) < Quorum::PROBE_EVERY) {
+        if self.primary.weight_asked.is_some_and(|at| now.saturating_duration_since(at) < Quorum::PROBE_EVERY) {
             return;
         }
-        if self.weight_asked.is_none() {
-            log::info!("pc.weight of this node is {}: telling the group", self.policy.weight);
+        if self.primary.weight_asked.is_none() {
+            log::info!("pc.weight of this node is {}: telling the group", self.primary.policy.weight);
         }
-        self.weight_asked = Some(now);
-        let _ = self.incarnation.raw.propose(vec![], Entry::Weight { member: self.me.id, weight: self.policy.weight }.encode());
+        self.primary.weight_asked = Some(now);
+        let _ = self.incarnation.raw.propose(vec![], Entry::Weight { member: self.me.id, weight: self.primary.policy.weight }.encode());
     }
 
     /// `wsrep_cluster_weight` (the primary component's weight, 0 outside
