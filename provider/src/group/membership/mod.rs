@@ -16,6 +16,10 @@ use crate::gtid::{Seqno, Uuid};
 use phase::Phase;
 use recovery::{Previous, Recovery};
 
+/// How many removed members are remembered, to tell one that comes back
+/// (a resumed SIGSTOP) that it is out.
+const REMEMBER_REMOVED: usize = 64;
+
 /// What the membership room holds for the driver.
 pub(crate) struct Members {
     pub(in crate::group) bootstrap: Option<(Uuid, Seqno)>,
@@ -72,5 +76,59 @@ impl Members {
             placement: placement::Placement::new(now),
             arbitrator_hold: Default::default(),
         }
+    }
+}
+
+impl Members {
+    /// Moves to phase `next` if `phase::allowed`; otherwise says why (the
+    /// driver then stops applying).
+    pub(in crate::group) fn enter(&mut self, next: Phase, me: Uuid) -> Result<(), String> {
+        if phase::allowed(&self.phase, &next) {
+            self.phase = next;
+            return Ok(());
+        }
+        Err(format!("group member {}: no move from {} to {}", me, self.phase.name(), next.name()))
+    }
+
+    /// Halted from any other phase (see `phase::allowed`); false if it was.
+    pub(in crate::group) fn halt(&mut self) -> bool {
+        if self.is_halted() {
+            return false;
+        }
+        self.phase = Phase::Halted;
+        true
+    }
+
+    /// Whether committed entries are still applied: not after the log
+    /// removed this member (evicted: it rejoins; left: it is done), nor
+    /// once it halted. The group numbers what follows a removal for the
+    /// members only, so a member that went on would see its seqnos jump.
+    pub(in crate::group) fn applies(&self) -> bool {
+        self.removed_at.is_none() && !matches!(self.phase, Phase::Halted | Phase::Left)
+    }
+
+    pub(in crate::group) fn is_joining(&self) -> bool {
+        matches!(self.phase, Phase::Joining(_))
+    }
+
+    pub(in crate::group) fn is_halted(&self) -> bool {
+        matches!(self.phase, Phase::Halted)
+    }
+
+    pub(in crate::group) fn is_leaving_or_left(&self) -> bool {
+        matches!(self.phase, Phase::Leaving(_) | Phase::Left)
+    }
+
+    pub(in crate::group) fn remember_removed(&mut self, member: Uuid, index: u64) {
+        if self.removed_members.len() >= REMEMBER_REMOVED {
+            self.removed_members.pop_front();
+        }
+        self.removed_members.push_back((member.raft_id(), member, index));
+    }
+
+    /// The member raft id `id` was when this node saw it removed, and the
+    /// removal's log index.
+    pub(in crate::group) fn removed_as(&self, id: u64) -> Option<(Uuid, u64)> {
+        self.removed_members.iter().rev().find(|(r, ..)| *r == id).map(|(_, uuid, index)| (*uuid, *index))
     }
 }

@@ -4,11 +4,9 @@
 //! any handler could set, so nothing said which combinations made sense: a
 //! leave that had finished could still be followed by a rejoin, a halted
 //! member could rejoin and apply again. Every change now goes through
-//! `Driver::enter`, which checks it against `allowed`.
+//! `Members::enter`, which checks it against `allowed`.
 
-use crate::group::shell::driver::Driver;
 use super::joining::{Joining, Leaving};
-use crate::log;
 
 pub(crate) enum Phase {
     /// Asking the members at the known addresses to take it in, until the
@@ -54,39 +52,6 @@ pub(crate) fn allowed(from: &Phase, to: &Phase) -> bool {
     )
 }
 
-impl Driver {
-    /// Moves to `next`. A move `allowed` does not list is a bug: it fails
-    /// a debug build's test at once; elsewhere the member logs it and
-    /// halts, so that its node leaves the cluster cleanly rather than go on
-    /// in a state nobody designed (and the simulator, built for release,
-    /// fails the run of a member that halted).
-    pub(in crate::group) fn enter(&mut self, next: Phase) {
-        if allowed(&self.members.phase, &next) {
-            self.members.phase = next;
-            return;
-        }
-        let what = format!("group member {}: no move from {} to {}", self.me.id, self.members.phase.name(), next.name());
-        debug_assert!(false, "{}", what);
-        log::error!("{}; this node leaves the cluster", what);
-        self.stop_applying(self.applying);
-    }
-
-    /// Whether committed entries are still applied: not after the log
-    /// removed this member (evicted: it rejoins; left: it is done), nor
-    /// once it halted. The group numbers what follows a removal for the
-    /// members only, so a member that went on would see its seqnos jump.
-    pub(in crate::group) fn applies(&self) -> bool {
-        self.members.removed_at.is_none() && !matches!(self.members.phase, Phase::Halted | Phase::Left)
-    }
-
-    pub(in crate::group) fn is_halted(&self) -> bool {
-        matches!(self.members.phase, Phase::Halted)
-    }
-
-    pub(in crate::group) fn is_leaving_or_left(&self) -> bool {
-        matches!(self.members.phase, Phase::Leaving(_) | Phase::Left)
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -13,12 +13,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use raft::StateRole;
-
-use crate::group::shell::driver::Driver;
 use crate::group::state::GroupEvent;
 use crate::gtid::Uuid;
-use crate::log;
 
 /// How long the leader counts before it decides.
 pub const WINDOW: Duration = Duration::from_secs(10);
@@ -91,69 +87,25 @@ impl Placement {
     }
 
     /// The writesets counted in this window, by origin (for the log line).
-    pub fn counted(&self) -> u64 {
-        self.writes.values().sum()
-    }
-}
-
-impl Driver {
-    /// Counts the writesets among the events from `from` on, while leading.
-    pub(in crate::group) fn count_writers(&mut self, from: usize) {
-        if self.incarnation.raw.raft.state != StateRole::Leader {
+    /// The writesets in `events` by origin, while this member leads.
+    pub fn count(&mut self, leader: bool, events: &[GroupEvent]) {
+        if !leader {
             return;
         }
-        for ev in &self.events[from..] {
+        for ev in events {
             if let GroupEvent::Ordered { origin, .. } = ev {
                 if *origin != Uuid::NIL {
-                    self.members.placement.ordered(*origin);
+                    self.ordered(*origin);
                 }
             }
         }
     }
 
-    /// Once a window: the leader hands over to the busiest segment's
-    /// busiest writer, when that is another segment (see the module).
-    pub(in crate::group) fn place_leader(&mut self) {
-        let now = self.clock.now();
-        let raft = &self.incarnation.raw.raft;
-        let leader = raft.state == StateRole::Leader;
-        if !self.members.placement.leading(leader, now) || raft.lead_transferee.is_some() || raft.has_pending_conf() || self.is_leaving_or_left() {
-            return;
-        }
-        let counted = self.members.placement.counted();
-        let members: Vec<Candidate> = self.state.members().iter().map(|m| self.candidate(m, now)).collect();
-        let Some(to) = self.members.placement.decide(now, self.net.own_segment(), &members) else { return };
-        let name = self.state.member(to).map_or_else(String::new, |m| m.info.name.clone());
-        log::info!("handing leadership to {} ({}): most of the last {} writesets came from its segment, gmcast.segment {}", to, name, counted, members.iter().find(|m| m.id == to).and_then(|m| m.segment).unwrap_or(0));
-        self.incarnation.raw.transfer_leader(to.raft_id());
-    }
-
-    /// An arbitrator that leads (see `driver::campaigns_last`) hands
-    /// leadership to the data voter that holds most of the log; raft-rs
-    /// brings it up to date first, and gives up after an election timeout,
-    /// after which this asks again.
-    pub(in crate::group) fn hand_over(&mut self) {
-        let raft = &self.incarnation.raw.raft;
-        if !self.me.arbitrator || raft.state != StateRole::Leader || raft.lead_transferee.is_some() {
-            return;
-        }
-        let data_voters = self.state.members().iter().filter(|m| m.voter && !m.info.arbitrator && m.info.id != self.me.id);
-        let best = data_voters.filter_map(|m| raft.prs().get(m.info.id.raft_id()).map(|pr| (pr.matched, m.info.id))).max();
-        if let Some((matched, to)) = best {
-            log::info!("this arbitrator leads (no data member could win an election): handing leadership to {}, which holds the log up to {}", to, matched);
-            self.incarnation.raw.transfer_leader(to.raft_id());
-        }
-    }
-
-    fn candidate(&self, m: &crate::group::state::Member, now: Instant) -> Candidate {
-        let id = m.info.id.raft_id();
-        if m.info.id == self.me.id {
-            return Candidate { id: m.info.id, segment: Some(self.net.own_segment()), eligible: false };
-        }
-        let keeps_up = self.incarnation.raw.raft.prs().get(id).is_some_and(|pr| self.keeps_up(id, pr, now));
-        Candidate { id: m.info.id, segment: self.net.segment(id), eligible: m.voter && !m.info.arbitrator && keeps_up }
+    pub fn counted(&self) -> u64 {
+        self.writes.values().sum()
     }
 }
+
 
 #[cfg(test)]
 mod tests {

@@ -112,7 +112,7 @@ mod tests {
         // The last word before a cut is at most a heartbeat (two ticks of
         // 50 ms) old; the verdict comes at the first tick past the window.
         let worst = window(Duration::from_millis(50)) + Duration::from_millis(50);
-        assert!(worst < crate::group::primary::standstill::STOOD_STILL, "{:?}", worst);
+        assert!(worst < super::super::standstill::STOOD_STILL, "{:?}", worst);
         assert!(CUT_OFF >= 3 * crate::group::flow::cluster_lag::REPORT_EVERY);
     }
 

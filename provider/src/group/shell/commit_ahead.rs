@@ -85,7 +85,7 @@ mod tests {
                 .map(|&id| {
                     let store = MemStorage::new_with_conf_state((ids.clone(), vec![]));
                     let config = Config { id, election_tick: 10, heartbeat_tick: 1, ..Default::default() };
-                    RawNode::new(&config, store, &crate::group::shell::raft_log::logger()).expect("a raft node")
+                    RawNode::new(&config, store, &super::super::raft_log::logger()).expect("a raft node")
                 })
                 .collect();
             let mut net = Net { nodes, queue: Vec::new(), conf_stored: vec![0; voters as usize] };
@@ -183,7 +183,7 @@ mod tests {
         assert!(!followers_commit_ahead(&Net::new(4).node(1).raft), "two of four are no quorum");
         let store = MemStorage::new_with_conf_state((vec![1, 2], vec![3]));
         let config = Config { id: 1, ..Default::default() };
-        let with_learner = RawNode::new(&config, store, &crate::group::shell::raft_log::logger()).expect("a raft node");
+        let with_learner = RawNode::new(&config, store, &super::super::raft_log::logger()).expect("a raft node");
         assert!(!followers_commit_ahead(&with_learner.raft), "a learner never commits ahead");
     }
 

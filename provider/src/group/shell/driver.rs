@@ -68,10 +68,6 @@ const FORGET_AFTER: Duration = Duration::from_secs(2);
 /// segment for half a second only.
 const KEEPS_UP_HEARD_WITHIN: Duration = Duration::from_millis(500);
 
-/// How many removed members are remembered, to tell one that comes back
-/// (a resumed SIGSTOP) that it is out.
-pub(in crate::group) const REMEMBER_REMOVED: usize = 64;
-
 /// How many commands one loop turn takes before handling a Ready: proposals
 /// that arrive together are appended and sent together.
 const BATCH: usize = 256;
@@ -301,7 +297,7 @@ impl Driver {
     }
 
     pub(crate) fn is_joining(&self) -> bool {
-        matches!(self.members.phase, Phase::Joining(_))
+        self.members.is_joining()
     }
 
     /// A bootstrapping member campaigns at once: a sole voter wins.
@@ -1001,7 +997,8 @@ impl Driver {
                 self.state.apply(entry, &mut self.events);
                 self.join_assembled(before);
                 self.drop_stale(index, before);
-                self.count_writers(before);
+                let leader = self.incarnation.raw.raft.state == StateRole::Leader;
+                self.members.placement.count(leader, &self.events[before..]);
                 self.note_own_deliveries(before);
             }
             Err(err) => self.halt(index, &err.to_string()),
@@ -1036,11 +1033,9 @@ impl Driver {
     /// Nothing after log index `index` is applied, and the node is told
     /// to leave the cluster.
     pub(in crate::group) fn stop_applying(&mut self, index: u64) {
-        if self.is_halted() {
-            return;
+        if self.members.halt() {
+            self.events.push(GroupEvent::Halted { index });
         }
-        self.members.phase = Phase::Halted; // from any other phase (see `phase::allowed`)
-        self.events.push(GroupEvent::Halted { index });
     }
 
     /// A writeset ordered from pieces reaches the node as one payload. Our
@@ -1144,11 +1139,11 @@ impl Driver {
                 if let Membership::Remove { member } = &m {
                     if *member != self.me.id {
                         self.send_frame([member.raft_id()], &Frame::Left { member: *member, index });
-                        self.remember_removed(*member, index);
+                        self.members.remember_removed(*member, index);
                     }
                 }
                 let me_out = matches!(&m, Membership::Remove { member } if *member == self.me.id);
-                if me_out && index > self.members.stale_until && !self.is_leaving_or_left() {
+                if me_out && index > self.members.stale_until && !self.members.is_leaving_or_left() {
                     // As if told by the notice (see `removed_at`).
                     self.members.removed_at = Some(index);
                     return;
@@ -1474,7 +1469,7 @@ impl Driver {
         let others: Vec<Uuid> = self.state.members().iter().map(|m| m.info.id).filter(|id| *id != self.me.id).collect();
         let at = self.incarnation.raw.raft.raft_log.last_index();
         for id in others {
-            self.remember_removed(id, at);
+            self.members.remember_removed(id, at);
         }
         self.members.bootstrap = Some((self.state.history(), self.state.seqno()));
         self.state.reform(keep_alone_view);
@@ -1565,7 +1560,7 @@ impl Driver {
         let synced = self.state.member(self.me.id).is_some_and(|m| m.state == crate::group::state::MemberState::Synced);
         let other_data = self.state.members().iter().any(|m| m.info.id != self.me.id && !m.info.arbitrator);
         let kept_primary = self.primary.policy.ignore_quorum || self.primary.policy.ignore_sb || self.reforms_by_weight();
-        synced && other_data && !kept_primary && !self.me.arbitrator && self.watches_quorum() && !self.is_halted() && !self.is_leaving_or_left()
+        synced && other_data && !kept_primary && !self.me.arbitrator && self.watches_quorum() && !self.members.is_halted() && !self.members.is_leaving_or_left()
     }
 
     /// The non-primary view of `members` (this member's side): what this

@@ -13,4 +13,5 @@ pub mod ready;
 pub mod runner;
 pub mod snapshot_watch;
 pub mod step;
+mod membership;
 mod weighted;

@@ -27,7 +27,7 @@ impl Driver {
     /// Applies what the gate lets through, one entry at a time: an entry
     /// that changes a weight may switch the gate for the very next one.
     fn deliver_gated(&mut self) {
-        if !self.applies() {
+        if !self.members.applies() {
             return;
         }
         // Out of `self` while entries apply (they never touch it).
@@ -35,7 +35,7 @@ impl Driver {
         let was = gate.is_active();
         gate.deliver(|e| {
             self.apply_entry(e);
-            self.applies().then(|| (self.state.weighted(), self.applying))
+            self.members.applies().then(|| (self.state.weighted(), self.applying))
         });
         if gate.is_active() != was {
             log::info!("member weights are {} now", if was { "equal" } else { "unequal: delivery waits for the weighted commit index" });
