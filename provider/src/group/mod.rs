@@ -38,15 +38,16 @@ use std::time::{Duration, Instant};
 pub use shell::driver::Delivery;
 /// The Raft settings every member starts from (the simulator pins the
 /// election timeout in them), and the snapshot's two parts.
-pub use shell::driver::{campaigns_last, raft_config, send_window, split_snapshot};
+pub use shell::config::{campaigns_last, raft_config, send_window, split_snapshot};
 #[cfg(test)]
-use shell::driver::raft_node_with;
+use shell::config::raft_node_with;
 pub use shell::log::GroupLog;
 pub use entry::{IstRequest, MemberInfo, Transition};
 pub use state::{DonorError, GroupEvent, GroupState, MemberState, View};
 
 pub(crate) use shell::commands::Command;
-pub(crate) use shell::driver::{Counters, Driver, DriverConfig, Limits, Retention, Start};
+pub(crate) use shell::config::{DriverConfig, Limits, Retention, Start};
+pub(crate) use shell::driver::{Counters, Driver};
 pub use flow_control::Signal;
 use entry::Entry;
 
@@ -141,7 +142,7 @@ impl Group {
             Mode::Join { peers } => Start::Join { peers },
         };
         let raft = match me.arbitrator {
-            true => shell::driver::campaigns_last(raft_config(me.id.raft_id())),
+            true => shell::config::campaigns_last(raft_config(me.id.raft_id())),
             false => raft_config(me.id.raft_id()),
         };
         let driver_cfg = DriverConfig { me: me.clone(), start, tick: cfg.tick, timeouts: cfg.timeouts, previous: cfg.previous, raft, limits: Limits::default() };

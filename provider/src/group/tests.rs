@@ -329,10 +329,10 @@ fn a_joiner_meeting_a_compacted_log_restores_from_a_snapshot() {
 #[test]
 fn evs_send_window_widens_the_raft_window_within_bounds() {
     // Galera's default (4) would starve a far follower of batches.
-    assert_eq!(send_window(4), shell::driver::SEND_WINDOW_FLOOR);
+    assert_eq!(send_window(4), shell::config::SEND_WINDOW_FLOOR);
     assert_eq!(send_window(512), 512);
     // A huge value must not allocate a huge ring per follower.
-    assert_eq!(send_window(usize::MAX), shell::driver::SEND_WINDOW_CEILING);
+    assert_eq!(send_window(usize::MAX), shell::config::SEND_WINDOW_CEILING);
 }
 
 /// Three voters: `a` bootstraps and leads, `b` and `c` join and are

@@ -168,7 +168,7 @@ impl Driver {
         let me = r.me().clone();
         self.members.recovery = None;
         let id = self.me.id.raft_id();
-        match super::driver::raft_node_with(&self.raft_config, vec![id]) {
+        match super::config::raft_node_with(&self.raft_config, vec![id]) {
             Ok(raw) => self.next_incarnation(raw),
             Err(e) => return log::error!("cannot start the raft node to recover the component: {}", e),
         }
@@ -346,7 +346,7 @@ impl Driver {
         // while an idle group needs its vote to elect a leader.
         let committed = self.incarnation.raw.raft.raft_log.committed.max(self.applying);
         self.members.vote_floor = self.members.vote_floor.max(committed);
-        match super::driver::raft_node_with(&self.raft_config, vec![]) {
+        match super::config::raft_node_with(&self.raft_config, vec![]) {
             Ok(raw) => self.next_incarnation(raw),
             Err(e) => return log::error!("cannot restart the raft node to rejoin: {}", e),
         }

@@ -10,11 +10,11 @@ use raft::prelude::Entry as RaftEntry;
 use raft::{GetEntriesContext, StateRole};
 
 use super::driver::Driver;
-use crate::group::wire::frame::Frame;
-use crate::group::wire::entry::Entry;
 use crate::group::primary::quorum::Quorum;
-use crate::group::state::{GroupEvent, Member};
 use crate::group::primary::weights::{self, CommitNotice, Standing};
+use crate::group::state::{GroupEvent, Member};
+use crate::group::wire::entry::Entry;
+use crate::group::wire::frame::Frame;
 use crate::log;
 
 impl Driver {
