@@ -39,8 +39,6 @@ pub use shell::driver::Delivery;
 /// The Raft settings every member starts from (the simulator pins the
 /// election timeout in them), and the snapshot's two parts.
 pub use shell::config::{campaigns_last, raft_config, send_window, split_snapshot};
-#[cfg(test)]
-use shell::config::raft_node_with;
 pub use shell::log::GroupLog;
 pub use entry::{IstRequest, MemberInfo, Transition};
 pub use state::{DonorError, GroupEvent, GroupState, MemberState, View};

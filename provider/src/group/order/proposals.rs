@@ -206,7 +206,7 @@ impl Proposals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::group::entry::Entry;
+    use crate::group::wire::entry::Entry;
 
     const GIVE_UP: Duration = Duration::from_secs(15);
 

@@ -108,7 +108,7 @@ fn kind_of(me: Uuid, entry: &Entry) -> Option<Kind> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::group::entry::{MemberInfo, Membership};
+    use crate::group::wire::entry::{MemberInfo, Membership};
     use crate::group::state::GroupEvent;
 
     fn info(id: Uuid, name: &str) -> MemberInfo {

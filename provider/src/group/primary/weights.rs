@@ -304,7 +304,7 @@ mod tests {
     /// of them promoted, the rest joiners (learners); all of weight 1
     /// until `weigh`.
     fn group_of(members: usize, voters: usize) -> (Vec<crate::gtid::Uuid>, GroupState) {
-        use crate::group::entry::{MemberInfo, Membership};
+        use crate::group::wire::entry::{MemberInfo, Membership};
         use crate::gtid::Uuid;
         let ids: Vec<Uuid> = (0..members).map(|_| Uuid::random()).collect();
         let info = |i: usize| MemberInfo { id: ids[i], name: format!("node{}", i + 1), incoming: String::new(), address: String::new(), arbitrator: false, stateless: false };
@@ -321,7 +321,7 @@ mod tests {
     }
 
     fn weigh(g: &mut GroupState, member: crate::gtid::Uuid, weight: u32) {
-        g.apply(crate::group::entry::Entry::Weight { member, weight }, &mut Vec::new());
+        g.apply(crate::group::wire::entry::Entry::Weight { member, weight }, &mut Vec::new());
     }
 
     /// Seed 4765's view (see `leader_standing`): voters of weight 1, 1, 1
@@ -344,7 +344,7 @@ mod tests {
         weigh(&mut g, ids[0], 2);
         assert!(decides_alone(&g, ids[0]), "2 of the voters' 3");
         assert!(!decides_alone(&g, ids[1]));
-        g.apply_membership(crate::group::entry::Membership::Promote { member: ids[2] }, &mut Vec::new());
+        g.apply_membership(crate::group::wire::entry::Membership::Promote { member: ids[2] }, &mut Vec::new());
         assert!(!decides_alone(&g, ids[0]), "2 of 4 once the joiner votes");
     }
 

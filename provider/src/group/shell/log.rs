@@ -225,7 +225,7 @@ mod tests {
         // No snapshot to serve yet: the driver must make one first.
         assert!(log.snapshot(0, 8).is_err());
         assert!(log.snapshot_wanted());
-        let mut raw = raft::RawNode::new(&crate::group::raft_config(7), log, &super::super::raft_log::logger()).unwrap();
+        let mut raw = raft::RawNode::new(&super::super::config::raft_config(7), log, &super::super::raft_log::logger()).unwrap();
         raw.campaign().unwrap();
         assert_eq!(raw.raft.state, raft::StateRole::Leader);
         assert!(raw.raft.term > 3, "the new group's terms follow the old one's");

@@ -295,7 +295,7 @@ impl Driver {
 
     pub(super) fn deliver_non_primary(&mut self, members: Vec<MemberInfo>) {
         let my_idx = members.iter().position(|m| m.id == self.me.id).map_or(-1, |i| i as i32);
-        let view = crate::group::View { history: self.state.history(), seqno: self.state.seqno(), conf_id: -1, primary: false, members, my_idx };
+        let view = crate::group::state::View { history: self.state.history(), seqno: self.state.seqno(), conf_id: -1, primary: false, members, my_idx };
         self.events.push(GroupEvent::View(view));
         self.flush_events();
     }

@@ -5,7 +5,7 @@
 use raft::prelude::{Entry, EntryType, Message, Snapshot};
 use raft::{RawNode, ReadState};
 
-use crate::group::GroupLog;
+use super::log::GroupLog;
 
 /// What a member does with each part of a `Ready`.
 pub trait ReadyHandler {

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use raft::{ProgressState, RawNode};
 
-use crate::group::GroupLog;
+use super::log::GroupLog;
 
 /// Longer than a snapshot takes to cross a healthy link (the group state
 /// and certification index, megabytes at most); a slow one that still
@@ -91,7 +91,7 @@ mod tests {
     use super::*;
 
     fn leader_with_snapshot_in_flight() -> RawNode<GroupLog> {
-        let mut raw = crate::group::raft_node_with(&crate::group::raft_config(1), vec![1, 2]).unwrap();
+        let mut raw = super::super::config::raft_node_with(&super::super::config::raft_config(1), vec![1, 2]).unwrap();
         raw.raft.become_candidate();
         raw.raft.become_leader();
         raw.raft.mut_prs().get_mut(2).unwrap().become_snapshot(10);

@@ -14,7 +14,7 @@
 //! snapshots still restore.
 
 use super::{GroupState, Member, MemberState};
-use crate::group::entry::{decode_member, encode_member};
+use crate::group::wire::entry::{decode_member, encode_member};
 use crate::wire::{Reader, WireError};
 use crate::gtid::Uuid;
 
@@ -111,7 +111,7 @@ impl GroupState {
             g.component = Some(super::Component::decode(&mut r)?);
         }
         if version >= 4 {
-            g.votes = crate::group::vote::Votes::decode(&mut r)?;
+            g.votes = super::vote::Votes::decode(&mut r)?;
         }
         r.end()?;
         Ok(g)

@@ -120,7 +120,7 @@ fn donor_selection_follows_wsrep_sst_donor() {
     assert_eq!(g.select_donor(c, "node2"), Err(DonorError::Again), "named but still joining");
     assert_eq!(g.select_donor(c, "node2,"), Ok(a), "trailing comma falls back to any");
     assert_eq!(g.select_donor(c, "node9"), Err(DonorError::Unreachable));
-    let req = Entry::StateRequest { joiner: c, donors: "".into(), ist: crate::group::IstRequest { position: (Uuid::NIL, -1), addr: String::new() }, request: Bytes::from_static(b"x") };
+    let req = Entry::StateRequest { joiner: c, donors: "".into(), ist: crate::group::wire::entry::IstRequest { position: (Uuid::NIL, -1), addr: String::new() }, request: Bytes::from_static(b"x") };
     let out = apply(&mut g, req.clone());
     assert!(out.contains(&GroupEvent::MemberState { member: a, state: MemberState::Donor, desync_count: 1 }));
     assert!(matches!(out.last(), Some(GroupEvent::StateTransfer { donor: Ok(d), seqno: 3, .. }) if *d == a));
@@ -278,15 +278,15 @@ fn a_writeset_in_pieces_is_ordered_at_its_last_piece() {
     let (a, b) = (Uuid::random(), Uuid::random());
     let mut g = boot(a, 0);
     membership(&mut g, Membership::Add { member: member(b, "node2") });
-    let body = bytes::Bytes::from(vec![7u8; 3 * crate::group::pieces::PIECE_BYTES]);
-    let piece = |i| Entry::committed(crate::group::pieces::entry(b, 9, &body, i));
+    let body = bytes::Bytes::from(vec![7u8; 3 * crate::group::wire::pieces::PIECE_BYTES]);
+    let piece = |i| Entry::committed(crate::group::wire::pieces::entry(b, 9, &body, i));
     let before = g.seqno();
-    assert!(matches!(apply(&mut g, piece(0))[..], [GroupEvent::Assembling { bytes, .. }] if bytes == crate::group::pieces::PIECE_BYTES as u64));
+    assert!(matches!(apply(&mut g, piece(0))[..], [GroupEvent::Assembling { bytes, .. }] if bytes == crate::group::wire::pieces::PIECE_BYTES as u64));
     assert!(!g.may_snapshot(), "no snapshot with a writeset half assembled");
     apply(&mut g, ordered(a, 1));
     apply(&mut g, piece(1));
     let events = apply(&mut g, piece(2));
-    assert!(matches!(&events[..], [GroupEvent::Assembled { seqno, origin, token: 9, pieces }] if *seqno == before + 2 && *origin == b && crate::group::pieces::join(pieces.clone()) == body));
+    assert!(matches!(&events[..], [GroupEvent::Assembled { seqno, origin, token: 9, pieces }] if *seqno == before + 2 && *origin == b && crate::group::wire::pieces::join(pieces.clone()) == body));
     assert!(g.may_snapshot());
     apply(&mut g, piece(0));
     membership(&mut g, Membership::Remove { member: b });
@@ -295,7 +295,7 @@ fn a_writeset_in_pieces_is_ordered_at_its_last_piece() {
 
 #[test]
 fn a_vote_is_decided_alike_on_every_member_and_snapshots_wait_for_it() {
-    use crate::group::vote::SUCCESS;
+    use super::vote::SUCCESS;
     let (a, b, c) = (Uuid::random(), Uuid::random(), Uuid::random());
     let mut g = boot(a, 10);
     for (id, name) in [(b, "node2"), (c, "node3")] {
@@ -346,7 +346,7 @@ fn a_donor_that_joins_with_an_error_code_fails_its_transfer_on_every_member() {
     let (a, c) = (Uuid::random(), Uuid::random());
     let mut g = boot(a, 5);
     membership(&mut g, Membership::Add { member: member(c, "node2") });
-    let ist = crate::group::IstRequest { position: (Uuid::NIL, -1), addr: String::new() };
+    let ist = crate::group::wire::entry::IstRequest { position: (Uuid::NIL, -1), addr: String::new() };
     apply(&mut g, Entry::StateRequest { joiner: c, donors: "".into(), ist, request: Bytes::from_static(b"x") });
     assert_eq!(g.member(a).unwrap().state, MemberState::Donor);
     let out = apply(&mut g, Entry::MemberState { member: a, transition: Transition::Join, seqno: -125 });
@@ -368,7 +368,7 @@ fn a_repeated_state_request_is_served_once_and_the_mark_survives_a_snapshot() {
     apply(&mut g, Entry::MemberState { member: b, transition: Transition::Join, seqno: 6 });
     apply(&mut g, Entry::MemberState { member: b, transition: Transition::Sync, seqno: 6 });
     membership(&mut g, Membership::Add { member: member(c, "node3") });
-    let ist = crate::group::IstRequest { position: (Uuid::NIL, -1), addr: String::new() };
+    let ist = crate::group::wire::entry::IstRequest { position: (Uuid::NIL, -1), addr: String::new() };
     let req = Entry::StateRequest { joiner: c, donors: "".into(), ist, request: Bytes::from_static(b"x") };
     let out = apply(&mut g, req.clone());
     assert!(matches!(out.last(), Some(GroupEvent::StateTransfer { donor: Ok(d), .. }) if *d == a), "{out:?}");
@@ -392,7 +392,7 @@ fn a_state_request_refused_for_want_of_a_donor_is_served_when_repeated() {
     let mut g = boot(a, 5);
     membership(&mut g, Membership::Add { member: member(c, "node2") });
     apply(&mut g, Entry::MemberState { member: a, transition: Transition::Desync, seqno: 6 });
-    let ist = crate::group::IstRequest { position: (Uuid::NIL, -1), addr: String::new() };
+    let ist = crate::group::wire::entry::IstRequest { position: (Uuid::NIL, -1), addr: String::new() };
     let req = Entry::StateRequest { joiner: c, donors: "".into(), ist, request: Bytes::from_static(b"x") };
     assert!(matches!(apply(&mut g, req.clone()).last(), Some(GroupEvent::StateTransfer { donor: Err(DonorError::Again), .. })));
     apply(&mut g, Entry::MemberState { member: a, transition: Transition::Join, seqno: 6 });
