@@ -46,7 +46,7 @@ impl Driver {
                 self.members.members_moved |= matches!(entry, Entry::MemberState { .. });
                 let before = self.events.len();
                 self.state.apply(entry, &mut self.events);
-                self.join_assembled(before);
+                self.order.join_assembled(&mut self.events[before..], self.me.id);
                 self.drop_stale(index, before);
                 let leader = self.incarnation.raw.raft.state == StateRole::Leader;
                 self.members.placement.count(leader, &self.events[before..]);

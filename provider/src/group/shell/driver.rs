@@ -369,7 +369,10 @@ impl Driver {
         self.propose_weight(now);
         self.publish_weights();
         self.resend();
-        self.maybe_fence();
+        let member = self.state.member(self.me.id).is_some();
+        if let Some(token) = self.order.fence_due(self.clock.now(), member) {
+            self.propose_fence(token);
+        }
         if let Some(sig) = self.flow.fc.tick(self.me.id.raft_id(), self.clock.now()) {
             self.broadcast_flow(sig);
         }

@@ -70,7 +70,9 @@ impl Driver {
                 let _ = self.incarnation.raw.step(m);
                 // m.from, not the frame's sender: a relay (see `relay`) may have brought it.
                 if let Some((follower, term, index)) = answer {
-                    self.note_answer(follower, term, index, committed);
+                    let moved = self.incarnation.raw.raft.raft_log.committed > committed;
+                    let name = || self.state.member_by_raft_id(follower).map(|m| m.info.name.clone());
+                    self.order.note_answer(follower, term, index, moved, self.clock.now(), name, &self.counters.round_trips);
                 }
             }
             Frame::Relay(msgs) => match crate::group::wire::relay::unpack(msgs, from, self.me.id.raft_id()) {
@@ -168,14 +170,7 @@ impl Driver {
     /// and the appends of a commit index alone that another append in
     /// the batch carries (see `commit_only`).
     pub(super) fn send(&mut self, mut msgs: Vec<Message>) {
-        msgs.retain(|m| !self.order.answers.repeats(m));
-        crate::group::order::commit_only::fold(&mut msgs);
-        let now = self.clock.now();
-        for m in msgs.iter().filter(|m| m.get_msg_type() == MessageType::MsgAppend) {
-            if let Some(last) = m.entries.last() {
-                self.order.round_trips.sent(m.to, m.term, last.index, now);
-            }
-        }
+        self.order.outgoing(&mut msgs, self.clock.now());
         let relays = self.relays();
         let net = self.net.clone();
         // One segment (the usual case): no lookups per message.

@@ -13,17 +13,10 @@ use super::driver::Driver;
 use super::incarnation::MAX_DROPPED;
 use super::log::GroupLog;
 use crate::group::order::proposals::Failed;
-use crate::group::state::GroupEvent;
 use crate::group::wire::entry::{Entry, Transition};
-use crate::group::wire::pieces;
 use crate::log;
 
-/// A local proposal still waiting this long is presumed lost with a
-/// leader: fence it so the client learns its fate.
-const FENCE_AFTER: Duration = Duration::from_secs(2);
-
 impl Driver {
-
     pub(super) fn propose(&mut self, token: u64, body: Bytes) {
         if token == 0 {
             // Rollback fragments: small, and nobody waits for them.
@@ -54,16 +47,13 @@ impl Driver {
     /// A writeset of ours failed: its client hears it, and what of it may
     /// be in the log is fenced so that no member keeps its pieces.
     pub(super) fn fail(&mut self, failed: Failed) {
-        self.events.push(GroupEvent::ProposalFailed { token: failed.client });
-        if let Some(wire) = failed.fence {
-            self.owe_fence(wire);
+        if let Some(token) = self.order.fail(failed, &mut self.events) {
+            self.propose_fence(token);
         }
     }
 
-    /// Our writesets up to `token` must be fenced: now, and every tick
-    /// until the fence is ordered (see `owed_fence`).
-    pub(super) fn owe_fence(&mut self, token: u64) {
-        self.order.owed_fence = self.order.owed_fence.max(Some(token));
+    /// Proposes a fence of our writesets up to `token` (see `Order`).
+    pub(super) fn propose_fence(&mut self, token: u64) {
         let _ = self.incarnation.raw.propose(vec![], Entry::Fence { origin: self.me.id, token }.encode());
     }
 
@@ -129,7 +119,7 @@ impl Driver {
         }
         self.pump();
         if let Some(token) = self.order.owed_fence.filter(|_| self.incarnation.quorum.is_primary()) {
-            let _ = self.incarnation.raw.propose(vec![], Entry::Fence { origin: self.me.id, token }.encode());
+            self.propose_fence(token);
         }
         for data in std::mem::take(&mut self.incarnation.dropped) {
             self.propose_or_keep(data);
@@ -139,105 +129,24 @@ impl Driver {
         }
     }
 
-    /// How long a writeset may wait for a leader before its client gets an
-    /// error: through an election and an eviction, as Galera's clients
-    /// wait through a configuration change.
-    pub(super) fn give_up_after(&self) -> Duration {
-        self.primary.liveness.timeouts.inactive.max(2 * FENCE_AFTER)
-    }
-
-    /// A follower's acceptance, for `round_trips`: how long it took, and
-    /// whether it moved the commit index from `committed`.
-    pub(super) fn note_answer(&mut self, from: u64, term: u64, index: u64, committed: u64) {
-        let took = self.order.round_trips.answered(from, term, index, self.clock.now());
-        let moved = self.incarnation.raw.raft.raft_log.committed > committed;
-        if took.is_none() && !moved {
-            return;
-        }
-        if !self.order.answer_series.contains_key(&from) {
-            let Some(m) = self.state.member_by_raft_id(from) else { return };
-            let name = m.info.name.clone();
-            let series = self.counters.round_trips.series(&name);
-            self.order.answer_series.insert(from, (name, series));
-        }
-        self.order.answer_series[&from].1.record(took, moved);
-    }
-
-    /// Members that left take their answer series off the metrics page.
-    pub(super) fn forget_answers_of_the_gone(&mut self) {
-        let gone: Vec<u64> = self.order.answer_series.keys().copied().filter(|id| self.state.member_by_raft_id(*id).is_none()).collect();
-        for id in gone {
-            if let Some((name, _)) = self.order.answer_series.remove(&id) {
-                self.counters.round_trips.forget(&name);
-            }
-        }
-    }
-
-    /// A writeset ordered from pieces reaches the node as one payload. Our
-    /// own is the buffer we sent, which its client holds anyway: joining
-    /// the pieces would make a big writeset's second copy on its origin.
-    /// Another's is the buffer its pieces were written into as they were
-    /// stored, when they all were (see `defrag`); a fence lets go of the
-    /// buffers of the writesets it drops.
-    pub(super) fn join_assembled(&mut self, from: usize) {
-        for ev in &mut self.events[from..] {
-            if let GroupEvent::Fenced { origin, token } = ev {
-                self.order.defrag.fence(*origin, *token);
-            }
-            let GroupEvent::Assembled { seqno, origin, token, pieces } = ev else { continue };
-            let len: usize = pieces.iter().map(Bytes::len).sum();
-            let ours = if *origin == self.me.id { self.order.proposals.body(*token).filter(|b| b.len() == len) } else { None };
-            let payload = match ours {
-                Some(body) => {
-                    debug_assert!(pieces::join(pieces.clone()) == *body, "our writeset came back changed");
-                    body.clone()
-                }
-                None => match self.order.defrag.take(*origin, *token, pieces) {
-                    Some(whole) => whole,
-                    None => pieces::join(std::mem::take(pieces)),
-                },
-            };
-            *ev = GroupEvent::Ordered { seqno: *seqno, origin: *origin, token: *token, payload };
-        }
-    }
-
-    /// Our writesets ordered now get their client's token back, their
-    /// pieces send more; our fences resend what they cover (the node never
-    /// sees either).
+    /// See `Order::note_own_deliveries`; each of ours ordered leaves the
+    /// send queue.
     pub(super) fn note_own_deliveries(&mut self, from: usize) {
-        let me = self.me.id;
-        let mut fenced = None;
-        let mut progressed = false;
-        for ev in &mut self.events[from..] {
-            match ev {
-                GroupEvent::Assembling { origin, token, bytes } if *origin == me => {
-                    self.order.proposals.progressed(*token, *bytes, self.clock.now());
-                    progressed = true;
-                }
-                GroupEvent::Ordered { origin, token, .. } if *origin == me && *token != 0 => {
-                    // None: a copy from before a fence cannot be ordered
-                    // (the group drops it), so this is not expected.
-                    *token = self.order.proposals.ordered(*token).unwrap_or(0);
-                    self.counters.sent_one_less();
-                }
-                GroupEvent::Fenced { origin, token } if *origin == me => {
-                    fenced = Some(*token);
-                    if self.order.owed_fence.is_some_and(|owed| *token >= owed) {
-                        self.order.owed_fence = None;
-                    }
-                }
-                _ => {}
-            }
+        let give_up = self.give_up_after();
+        let ordered = self.order.note_own_deliveries(&mut self.events, from, self.me.id, self.clock.now(), give_up);
+        for _ in 0..ordered {
+            self.counters.sent_one_less();
         }
-        self.events.retain(|ev| !matches!(ev, GroupEvent::Fenced { origin, .. } if *origin == me) && !matches!(ev, GroupEvent::Assembling { .. }));
-        if let Some(upto) = fenced {
-            let give_up = self.give_up_after();
-            for client in self.order.proposals.fenced(upto, self.clock.now(), give_up) {
-                self.events.push(GroupEvent::ProposalFailed { token: client });
-            }
-        }
-        // Not now: this runs inside a Ready hand-off (see `turn`).
-        self.order.pump_due |= progressed || fenced.is_some();
+    }
+
+    pub(super) fn forget_answers_of_the_gone(&mut self) {
+        let state = &self.state;
+        self.order.forget_answers_of_the_gone(|id| state.member_by_raft_id(id).is_some(), &self.counters.round_trips);
+    }
+
+    /// See `order::give_up_after`.
+    pub(super) fn give_up_after(&self) -> Duration {
+        crate::group::order::give_up_after(self.primary.liveness.timeouts.inactive)
     }
 
     /// Our writesets handed to Raft may have been ordered inside the
@@ -249,35 +158,10 @@ impl Driver {
     /// view; one that was ordered reaches this node's data by its state
     /// transfer, as Galera's do. What is still in flight is fenced.
     pub(super) fn forget_own_proposals(&mut self) {
-        let fence = self.order.proposals.highest_sent();
-        let failed = self.order.proposals.abandon();
-        if !failed.is_empty() {
-            log::info!("{} writesets of this node's clients may be in the snapshot it caught up with: they fail", failed.len());
+        let failed = self.order.abandon(&mut self.events);
+        if failed > 0 {
+            log::info!("{} writesets of this node's clients may be in the snapshot it caught up with: they fail", failed);
         }
-        for client in failed {
-            self.events.push(GroupEvent::ProposalFailed { token: client });
-        }
-        self.order.owed_fence = self.order.owed_fence.max(fence);
-    }
-
-    /// A proposal of ours handed to Raft that has made no progress for
-    /// long (nothing of it committed) was probably lost with a leader:
-    /// fence everything up to the highest token so that it can never be
-    /// ordered later; it is sent again (or its client learns it failed).
-    pub(super) fn maybe_fence(&mut self) {
-        let Some(upto) = self.order.proposals.highest_sent() else { return };
-        let now = self.clock.now();
-        let stalled = self.order.proposals.oldest_progress().is_some_and(|at| now.saturating_duration_since(at) >= FENCE_AFTER);
-        if !stalled || self.clock.now().saturating_duration_since(self.order.last_fence) < FENCE_AFTER {
-            return;
-        }
-        if self.state.member(self.me.id).is_none() {
-            return;
-        }
-        self.order.last_fence = self.clock.now();
-        log::info!("fencing proposals up to token {} (no progress for {:?}); they will be sent again", upto, FENCE_AFTER);
-        let data = Entry::Fence { origin: self.me.id, token: upto }.encode();
-        let _ = self.incarnation.raw.propose(vec![], data);
     }
 }
 

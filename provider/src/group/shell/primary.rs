@@ -285,11 +285,7 @@ impl Driver {
     pub(super) fn non_primary_view(&mut self, members: Vec<MemberInfo>) {
         // What of them may be in the log is fenced once a leader is known
         // again (see `owed_fence`).
-        let fence = self.order.proposals.highest_sent();
-        for client in self.order.proposals.abandon() {
-            self.events.push(GroupEvent::ProposalFailed { token: client });
-        }
-        self.order.owed_fence = self.order.owed_fence.max(fence);
+        self.order.abandon(&mut self.events);
         self.deliver_non_primary(members);
     }
 
