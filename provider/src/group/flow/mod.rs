@@ -10,7 +10,7 @@ pub mod load;
 use std::sync::Arc;
 use std::time::Instant;
 
-use flow_control::FlowControl;
+use flow_control::{FlowControl, Signal};
 use gate::FlowGate;
 
 /// What the flow room holds for the driver.
@@ -30,5 +30,45 @@ impl Flow {
             load: load::Load::new(now),
             gate,
         }
+    }
+}
+
+impl Flow {
+    /// This member's backlog crossed a limit: the signal to send the
+    /// others, if any (see `FlowControl::local`).
+    pub(in crate::group) fn local(&mut self, me: u64, signal: Signal, now: Instant) -> Option<Signal> {
+        self.fc.local(me, signal, now)
+    }
+
+    /// Member `from`'s signal; a CONT this member held back while another
+    /// member's STOP held (Galera's rule) may go now: the signal to send.
+    pub(in crate::group) fn on_signal(&mut self, from: u64, signal: Signal, me: u64, now: Instant) -> Option<Signal> {
+        self.fc.on_message(from, signal, now);
+        self.fc.resume_deferred(me, now)
+    }
+
+    /// This member's apply lag, as the others will hear it.
+    pub(in crate::group) fn own_lag(&mut self, me: u64, ms: u32, now: Instant) {
+        self.cluster_lag.on_report(me, ms, now);
+    }
+
+    pub(in crate::group) fn retain_members(&mut self, ids: &[u64]) {
+        self.fc.retain_members(ids);
+        self.cluster_lag.retain_members(ids);
+    }
+
+    /// The replicating threads see flow control as it is now.
+    pub(in crate::group) fn publish(&self, now: Instant) {
+        self.gate.publish(self.fc.paused(now), self.fc.requested(), self.fc.counters(), now);
+    }
+
+    /// `wsrep_cluster_apply_lag_ms` as of now (see `cluster_lag`).
+    pub(in crate::group) fn publish_lag(&self, now: Instant) {
+        self.gate.publish_lag(self.cluster_lag.worst(now));
+    }
+
+    /// The driver stops: no writer waits for it any more.
+    pub(in crate::group) fn open_for_good(&self, now: Instant) {
+        self.gate.publish(false, false, self.fc.counters(), now);
     }
 }

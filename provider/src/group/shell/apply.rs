@@ -137,10 +137,8 @@ impl Driver {
                 self.drop_stale(index, before);
                 self.refresh_peers();
                 let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
-                self.flow.fc.retain_members(&ids);
-                self.primary.liveness.retain_members(&ids);
-                self.flow.cluster_lag.retain_members(&ids);
-                self.primary.leader_words.retain_members(&ids);
+                self.flow.retain_members(&ids);
+                self.primary.retain_members(&ids);
                 self.order.own_payloads.retain_members(&ids);
                 self.forget_answers_of_the_gone();
                 self.publish_flow();

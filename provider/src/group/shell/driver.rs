@@ -317,7 +317,7 @@ impl Driver {
             Command::Isolate(on) => self.net.set_isolated(on),
             Command::Flow(signal) => {
                 let me = self.me.id.raft_id();
-                if let Some(sig) = self.flow.fc.local(me, signal, self.clock.now()) {
+                if let Some(sig) = self.flow.local(me, signal, self.clock.now()) {
                     self.broadcast_flow(sig);
                 }
                 self.publish_flow();
@@ -331,7 +331,7 @@ impl Driver {
             Command::Policy(p) => self.primary.policy = p,
             Command::SendWindow(w) => self.set_send_window(w),
             Command::Stop => {
-                self.flow.gate.publish(false, false, self.flow.fc.counters(), self.clock.now());
+                self.flow.open_for_good(self.clock.now());
                 return false;
             }
         }

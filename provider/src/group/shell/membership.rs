@@ -262,15 +262,9 @@ impl Driver {
     pub(in crate::group) fn evict_silent(&mut self) {
         let now = self.clock.now();
         let leader = self.incarnation.raw.raft.state == StateRole::Leader;
-        if leader && !self.primary.was_leader {
-            self.primary.liveness.restart(now);
-        }
-        self.primary.was_leader = leader;
-        if !leader || self.incarnation.raw.raft.has_pending_conf() || self.members.is_leaving_or_left() {
-            return;
-        }
+        let free = !self.incarnation.raw.raft.has_pending_conf() && !self.members.is_leaving_or_left();
         let others: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).filter(|id| *id != self.me.id.raft_id()).collect();
-        let Some((id, silent)) = self.primary.liveness.overdue(&others, now) else { return };
+        let Some((id, silent)) = self.primary.overdue(leader, free, &others, now) else { return };
         let Some(m) = self.state.member_by_raft_id(id) else { return };
         let (uuid, name) = (m.info.id, m.info.name.clone());
         if !crate::group::primary::weights::may_remove(&self.state, uuid) {

@@ -120,8 +120,7 @@ impl Driver {
                 // Only members may pause the group.
                 if self.state.member_by_raft_id(from).is_some() {
                     let now = self.clock.now();
-                    self.flow.fc.on_message(from, signal, now);
-                    if let Some(sig) = self.flow.fc.resume_deferred(self.me.id.raft_id(), now) {
+                    if let Some(sig) = self.flow.on_signal(from, signal, self.me.id.raft_id(), now) {
                         self.broadcast_flow(sig);
                     }
                     self.publish_flow();

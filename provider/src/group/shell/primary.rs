@@ -16,7 +16,6 @@ use crate::gtid::Uuid;
 use crate::log;
 
 impl Driver {
-
     /// Tells the server when this member leaves the primary component (no
     /// leader past the grace) and asks the group for a new primary view
     /// once a leader is back (see `quorum`).
@@ -66,10 +65,10 @@ impl Driver {
         }
         let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
         self.primary.liveness.list(&ids, now);
-        let heard = |m: &Member| m.info.id == self.me.id || self.primary.liveness.spoke_lately(m.info.id.raft_id(), now, window);
+        let heard = |m: &Member| self.primary.spoke_within(m, self.me.id, now, window);
         let why = if crate::group::primary::cut_off::hears_a_minority(&self.state, heard) {
             format!("heard from no majority of the cluster for {:?} (cut off, or the others are down)", window)
-        } else if let Some((reporter, leader)) = self.leader_heard_elsewhere(now, window) {
+        } else if let Some((reporter, leader)) = self.leader_heard_elsewhere(window, now) {
             format!("heard nothing from leader {} for {:?} while member {} hears it (the links to the leader are cut)", self.described(leader), window, self.described(reporter))
         } else {
             return false;
@@ -81,19 +80,13 @@ impl Driver {
         true
     }
 
-    /// A leader another member hears now and this follower has not heard
-    /// for `window`: (that member, the leader). See `cut_off`.
-    pub(super) fn leader_heard_elsewhere(&self, now: Instant, window: Duration) -> Option<(u64, u64)> {
+    /// See `Primary::leader_heard_elsewhere`; a leader hears itself.
+    fn leader_heard_elsewhere(&self, window: Duration, now: Instant) -> Option<(u64, u64)> {
         let raft = &self.incarnation.raw.raft;
-        let me = self.me.id.raft_id();
         if raft.state == StateRole::Leader {
             return None;
         }
-        // Appends relayed by a member of this segment (see `relay`) are the
-        // leader heard too, though its own frames are not.
-        let led_lately = |id: u64| self.primary.leader_contact.is_some_and(|(l, at)| l == id && now.saturating_duration_since(at) < window);
-        let silent = |id: u64| id != me && self.state.member_by_raft_id(id).is_some() && !self.primary.liveness.spoke_lately(id, now, window) && !led_lately(id);
-        self.primary.leader_words.heard_elsewhere(now, raft.term, window, silent)
+        self.primary.leader_heard_elsewhere(&self.state, self.me.id.raft_id(), raft.term, now, window)
     }
 
     /// A non-primary member asks for its primary view in the turn that
@@ -121,20 +114,12 @@ impl Driver {
     /// The leader as `quorum` needs it: none, this member, or another
     /// with when it last spoke as leader.
     pub(super) fn leader_seen(&self, now: Instant) -> Seen {
-        if !self.leader_known(now) {
-            return Seen::None;
-        }
-        match self.primary.leader_contact {
-            Some((leader, at)) if leader == self.incarnation.raw.raft.leader_id && leader != self.me.id.raft_id() => Seen::Other(at),
-            _ => Seen::Me,
-        }
+        self.primary.leader_seen(self.leader_known(now), self.incarnation.raw.raft.leader_id, self.me.id.raft_id())
     }
 
     /// A leader that spoke as one lately, and that the weights allow.
     pub(super) fn leader_known(&self, now: Instant) -> bool {
-        let silent = crate::group::primary::quorum::LEADER_SILENT;
-        let spoke_as_leader = |id| self.primary.leader_contact.is_some_and(|(l, at)| l == id && now.saturating_duration_since(at) <= silent);
-        crate::group::primary::quorum::has_leader(self.incarnation.raw.raft.leader_id, self.me.id.raft_id(), spoke_as_leader) && self.weight_allows_leader(now)
+        self.primary.leader_spoke(self.incarnation.raw.raft.leader_id, self.me.id.raft_id(), now) && self.weight_allows_leader(now)
     }
 
     pub(super) fn ask_rejoin(&mut self) {
@@ -201,7 +186,7 @@ impl Driver {
     /// again, the writesets waiting proposed again there.
     pub(super) fn lose_primary_or_ignore(&mut self) {
         let now = self.clock.now();
-        let standing = self.side_standing(now);
+        let standing = self.primary.side_standing(&self.state, self.me.id, now);
         let forced = self.primary.policy.forces_primary(standing);
         // An arbitrator never forms a component (see `reform`), so it must
         // not deliver its log's tail either: the group's leader sends it
@@ -235,7 +220,7 @@ impl Driver {
             .state
             .members()
             .iter()
-            .filter(|m| self.hears(m, now))
+            .filter(|m| self.primary.hears(m, self.me.id, now))
             .map(|m| m.info.clone())
             .collect();
         // Info, as Galera logs its non-primary views: the operator's

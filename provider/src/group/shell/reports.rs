@@ -12,7 +12,6 @@ use crate::group::wire::frame::Frame;
 use crate::transport::handshake::FEATURE_LEADER_WORDS;
 
 impl Driver {
-
     /// A leader tells the arbitrators the lowest index a data voter has
     /// matched, which their logs keep (see `arbitrator_hold`).
     pub(super) fn tell_arbitrators(&mut self, now: Instant) {
@@ -38,12 +37,12 @@ impl Driver {
         if self.flow.cluster_lag.due(now) {
             let ms = self.delivery.apply_lag_ms();
             let me = self.me.id.raft_id();
-            self.flow.cluster_lag.on_report(me, ms, now);
+            self.flow.own_lag(me, ms, now);
             let others = self.state.members().iter().filter(|m| m.info.id != self.me.id).map(|m| m.info.id.raft_id());
             self.send_frame(others, &Frame::Lag(ms));
             self.report_leader(now);
         }
-        self.flow.gate.publish_lag(self.flow.cluster_lag.worst(now));
+        self.flow.publish_lag(now);
     }
 
     /// A follower that hears its leader says so to the other followers
@@ -69,7 +68,6 @@ impl Driver {
     }
 
     pub(super) fn publish_flow(&self) {
-        let now = self.clock.now();
-        self.flow.gate.publish(self.flow.fc.paused(now), self.flow.fc.requested(), self.flow.fc.counters(), now);
+        self.flow.publish(self.clock.now());
     }
 }

@@ -10,9 +10,8 @@ use raft::prelude::Entry as RaftEntry;
 use raft::{GetEntriesContext, StateRole};
 
 use super::driver::Driver;
-use crate::group::primary::quorum::Quorum;
-use crate::group::primary::weights::{self, CommitNotice, Standing};
-use crate::group::state::{GroupEvent, Member};
+use crate::group::primary::weights::{self, CommitNotice};
+use crate::group::state::GroupEvent;
 use crate::group::wire::entry::Entry;
 use crate::group::wire::frame::Frame;
 use crate::log;
@@ -144,24 +143,9 @@ impl Driver {
         self.open_gate(n.index);
     }
 
-    /// The leader's verdict: whether the members it heard within Raft's
-    /// check_quorum window weigh enough to be primary.
+    /// See `Primary::side_is_primary`.
     pub(in crate::group) fn side_is_primary(&self, now: Instant) -> bool {
-        let heard = |id| self.primary.liveness.heard_within(id, now, weights::VERDICT_WINDOW);
-        let standing = weights::leader_standing(&self.state, self.me.id, heard);
-        standing == Standing::Majority || self.primary.policy.forces_primary(standing)
-    }
-
-    /// This member and the members it heard from lately, weighed against
-    /// the last primary view.
-    pub(in crate::group) fn side_standing(&self, now: Instant) -> Standing {
-        weights::side_standing(&self.state, |m| self.hears(m, now))
-    }
-
-    /// Whether `m` stands on this member's side as it turns non-primary.
-    pub(in crate::group) fn hears(&self, m: &Member, now: Instant) -> bool {
-        let window = crate::group::primary::quorum::Quorum::side_window(self.primary.liveness.timeouts.suspect);
-        m.info.id == self.me.id || self.primary.liveness.heard_within(m.info.id.raft_id(), now, window)
+        self.primary.side_is_primary(&self.state, self.me.id, now)
     }
 
     /// While weights differ a leader counts only if it says it hears a
@@ -214,17 +198,9 @@ impl Driver {
     /// `pc.weight`: an ordered entry, asked again at most once a second.
     pub(in crate::group) fn propose_weight(&mut self, now: Instant) {
         let Some(m) = self.state.member(self.me.id) else { return };
-        if m.weight == self.primary.policy.weight || !self.incarnation.quorum.is_primary() {
-            self.primary.weight_asked = None;
+        if !self.primary.weight_due(m.weight, self.incarnation.quorum.is_primary(), now) {
             return;
         }
-        if self.primary.weight_asked.is_some_and(|at| now.saturating_duration_since(at) < Quorum::PROBE_EVERY) {
-            return;
-        }
-        if self.primary.weight_asked.is_none() {
-            log::info!("pc.weight of this node is {}: telling the group", self.primary.policy.weight);
-        }
-        self.primary.weight_asked = Some(now);
         let _ = self.incarnation.raw.propose(vec![], Entry::Weight { member: self.me.id, weight: self.primary.policy.weight }.encode());
     }
 
