@@ -6,6 +6,42 @@
 //! assigns the same global seqnos and sees the same views and member
 //! states. The node layer receives the result as [`GroupEvent`]s through
 //! its [`Delivery`]. Members talk over [`crate::transport`].
+//!
+//! # The rooms
+//!
+//! Each room owns its state and imports only from the rooms above it in
+//! this list; the shell holds them all and is the only one that sends,
+//! proposes to Raft or hands events to the node.
+//!
+//! - `wire`: entries, frames, relays, pieces, notices. Values only.
+//! - `state`: [`GroupState`], the log applied: seqnos, views, member states, votes.
+//! - `order`: `Order`, this member's writesets until ordered, fences,
+//!   big writesets joined, answers and appends that need not go, round trips.
+//! - `membership`: `Members`, joining, leaving, phase, removals,
+//!   recovery of a restarted component, the leader's placement, the arbitrator's hold.
+//! - `primary`: `Primary`, who spoke lately, the quorum and
+//!   weight rules, cut off, stood still.
+//! - `flow`: `Flow`, STOP/CONT, the writers' gate, cluster lag, load.
+//! - `shell`: the `Driver` (Raft node, incarnation, links, clock) and, per room,
+//!   what it decides done (`shell/order.rs`, `membership.rs`, `primary.rs`,
+//!   `weighted.rs`); frames in `net.rs`, committed entries in `apply.rs`.
+//!
+//! What flows between them:
+//!
+//! - A local commit: `Group::propose` → `Command::Propose` → `Order` keeps it
+//!   and cuts it into `wire` pieces → Raft → `Order::outgoing` trims what goes →
+//!   committed → `GroupState::apply` gives it its seqno → `Order` hands back the
+//!   client's token → `Delivery`.
+//! - A remote writeset: a frame → `shell/net` → Raft → its pieces stored into
+//!   one buffer (`order::defrag`) → committed → `GroupState::apply` →
+//!   `Order::join_assembled` → `Delivery`.
+//! - A view change: `Members`/`Primary` decide a join, leave or eviction →
+//!   the shell proposes the conf change → applied: Raft's configuration and
+//!   `GroupState::apply_membership` (the view) → `Flow`, `Primary`, `Order`
+//!   forget the members gone → `Delivery`.
+//! - A restart: `gvwstate.dat` gives `membership::recovery::Previous` → the
+//!   joiner tells the survivors → once the whole last view is back its most
+//!   advanced member forms it again (`shell/membership.rs`, a new `Incarnation`).
 
 mod flow;
 mod membership;
