@@ -17,14 +17,13 @@ use crate::group::wire::frame::Frame;
 use crate::log;
 
 impl Driver {
-
     pub(super) fn apply(&mut self, entries: Vec<RaftEntry>) {
         self.apply_gated(entries);
         self.answer_reads();
     }
 
     /// One committed entry, through the gate (see `weighted`).
-    pub(in crate::group) fn apply_entry(&mut self, e: RaftEntry) {
+    pub(super) fn apply_entry(&mut self, e: RaftEntry) {
         self.applying = e.index;
         self.applied_bytes += (e.context.len() + e.data.len()) as u64;
         match e.get_entry_type() {
@@ -72,7 +71,7 @@ impl Driver {
     /// could change what it decides from then on (a membership, a
     /// writeset's seqno) while the others, which decoded it, go on. The
     /// node leaves the cluster (see `GroupEvent::Halted`).
-    pub(in crate::group) fn halt(&mut self, index: u64, what: &str) {
+    pub(super) fn halt(&mut self, index: u64, what: &str) {
         log::error!(
             "the group entry committed at index {} cannot be read ({}): a member of another lockstep version or corrupt data; this node stops applying and leaves the cluster",
             index,
@@ -83,7 +82,7 @@ impl Driver {
 
     /// Nothing after log index `index` is applied, and the node is told
     /// to leave the cluster.
-    pub(in crate::group) fn stop_applying(&mut self, index: u64) {
+    pub(super) fn stop_applying(&mut self, index: u64) {
         if self.members.halt() {
             self.events.push(GroupEvent::Halted { index });
         }
@@ -269,7 +268,7 @@ impl Driver {
         }
     }
 
-    pub(in crate::group) fn flush_events(&mut self) {
+    pub(super) fn flush_events(&mut self) {
         self.check_sequence();
         for ev in &self.events {
             if let GroupEvent::ProposalFailed { .. } = ev {

@@ -83,32 +83,32 @@ impl Counters {
 
 pub(crate) struct Driver {
     /// The current Raft node and what it learned (see `incarnation`).
-    pub(in crate::group) incarnation: Incarnation,
+    pub(super) incarnation: Incarnation,
     pub(super) inbox: super::commands::Inbox,
-    pub(in crate::group) state: GroupState,
+    pub(super) state: GroupState,
     pub(super) delivery: Box<dyn Delivery>,
-    pub(in crate::group) me: MemberInfo,
-    pub(in crate::group) net: Arc<dyn Links>,
+    pub(super) me: MemberInfo,
+    pub(super) net: Arc<dyn Links>,
     /// What every Raft node of this member starts from (a bootstrap, a
     /// rejoin, a reform).
-    pub(in crate::group) raft_config: raft::Config,
+    pub(super) raft_config: raft::Config,
     pub(super) limits: Limits,
-    pub(in crate::group) clock: Arc<dyn Clock>,
+    pub(super) clock: Arc<dyn Clock>,
     pub(super) tick: Duration,
     pub(super) next_tick: Instant,
-    pub(in crate::group) events: Vec<GroupEvent>,
+    pub(super) events: Vec<GroupEvent>,
     pub(super) next_read: u64,
-    pub(in crate::group) counters: Arc<Counters>,
+    pub(super) counters: Arc<Counters>,
     /// Entry bytes applied since the last snapshot (big writesets' pieces
     /// make entries of very different sizes).
     pub(super) applied_bytes: u64,
     pub(super) snapshots: super::snapshot_watch::SnapshotWatch,
     /// Members the transport is asked to keep links to.
-    pub(in crate::group) peers: std::collections::BTreeSet<u64>,
+    pub(super) peers: std::collections::BTreeSet<u64>,
     /// Departed members, and when to drop their links.
     pub(super) departed: Vec<(u64, Instant)>,
     /// Index of the entry (or snapshot) being applied.
-    pub(in crate::group) applying: u64,
+    pub(super) applying: u64,
     /// Whether this turn took every command waiting, frames among them:
     /// only then is when each member was last heard current (see
     /// `cut_off`). A turn after a long one may find more than a batch.
@@ -123,13 +123,13 @@ pub(crate) struct Driver {
     pub(super) unknown_kinds: std::collections::BTreeSet<u8>,
     /// This member's writesets until ordered, and what goes out of
     /// the order (see `order`).
-    pub(in crate::group) order: Order,
+    pub(super) order: Order,
     /// Joining, leaving, removals, the leader's placement (see
     /// `membership`).
-    pub(in crate::group) members: Members,
+    pub(super) members: Members,
     /// Who spoke lately and whether this side may order (see `primary`).
-    pub(in crate::group) primary: Primary,
-    pub(in crate::group) flow: Flow,
+    pub(super) primary: Primary,
+    pub(super) flow: Flow,
 }
 
 impl Driver {
@@ -207,13 +207,13 @@ impl Driver {
 
     /// How long until the next tick is due: the group thread waits for
     /// commands at most that long.
-    pub(in crate::group) fn until_tick(&self) -> Duration {
+    pub(super) fn until_tick(&self) -> Duration {
         self.next_tick.saturating_duration_since(self.clock.now())
     }
 
     /// `step` on a live thread (see `runner`), its time counted as work
     /// (see `load`); false once stopped.
-    pub(in crate::group) fn turn(&mut self) -> bool {
+    pub(super) fn turn(&mut self) -> bool {
         let woke = self.clock.now();
         let go = self.step(None);
         self.flow.load.worked(woke, self.clock.now());
@@ -223,7 +223,7 @@ impl Driver {
     /// The driver is done: its replicating threads learn it, its queue
     /// closes (a link reader waiting for room there gives up), then the
     /// transport, which joins the readers.
-    pub(in crate::group) fn close(self) {
+    pub(super) fn close(self) {
         self.counters.stopped.store(true, AtomicOrdering::SeqCst);
         let net = self.net.clone();
         drop(self);
@@ -400,7 +400,7 @@ impl Driver {
         self.propose_membership(ctx, ConfChangeType::AddNode);
     }
 
-    pub(in crate::group) fn propose_membership(&mut self, m: Membership, kind: ConfChangeType) {
+    pub(super) fn propose_membership(&mut self, m: Membership, kind: ConfChangeType) {
         let mut cc = ConfChange::default();
         cc.set_change_type(kind);
         cc.node_id = m.member().raft_id();
@@ -431,7 +431,7 @@ impl Driver {
 
     /// Replaces the Raft node (a reform or a rejoin); an arbitrator's log
     /// stays one that sends no snapshot.
-    pub(in crate::group) fn next_incarnation(&mut self, raw: RawNode<GroupLog>) {
+    pub(super) fn next_incarnation(&mut self, raw: RawNode<GroupLog>) {
         self.incarnation = self.incarnation.next(arbitrator_log(raw, self.me.arbitrator));
         self.order.defrag.clear();
     }
@@ -439,7 +439,7 @@ impl Driver {
     /// Whether the member `id` (its progress `pr`, as this leader tracks
     /// it) receives appends as they come and answers: a relay, or a
     /// leader to hand over to (see `placement`).
-    pub(in crate::group) fn keeps_up(&self, id: u64, pr: &raft::Progress, now: Instant) -> bool {
+    pub(super) fn keeps_up(&self, id: u64, pr: &raft::Progress, now: Instant) -> bool {
         pr.state == ProgressState::Replicate && self.primary.liveness.heard_within(id, now, KEEPS_UP_HEARD_WITHIN)
     }
 
@@ -469,7 +469,7 @@ impl Driver {
 
     /// A read is answered with the seqno assigned when the applied index
     /// reached the read index: everything ordered before the read.
-    pub(in crate::group) fn answer_reads(&mut self) {
+    pub(super) fn answer_reads(&mut self) {
         let applied = self.incarnation.raw.raft.raft_log.applied;
         let seqno = self.state.seqno();
         self.incarnation.reads_ready.retain(|(index, reply)| {

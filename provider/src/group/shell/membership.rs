@@ -21,7 +21,7 @@ use crate::log;
 impl Driver {
     /// Contacts the addresses of `wsrep_cluster_address` until a member
     /// answers (its `PeerUp` triggers the join request).
-    pub(in crate::group) fn joining_tick(&mut self) {
+    pub(super) fn joining_tick(&mut self) {
         let now = self.clock.now();
         let Phase::Joining(j) = &mut self.members.phase else { return };
         let Some((addresses, linked)) = j.due(now) else { return };
@@ -34,7 +34,7 @@ impl Driver {
     }
 
     /// A link came up: a joiner asks that member to take it in.
-    pub(in crate::group) fn on_peer_up(&mut self, id: u64, addr: &str) {
+    pub(super) fn on_peer_up(&mut self, id: u64, addr: &str) {
         let Phase::Joining(j) = &mut self.members.phase else { return };
         j.reached(id);
         log::debug!("reached member {:x} at {}; asking to join", id, addr);
@@ -47,7 +47,7 @@ impl Driver {
     }
 
     /// We are in the group's member list: stop asking.
-    pub(in crate::group) fn joined(&mut self) {
+    pub(super) fn joined(&mut self) {
         if self.is_joining() {
             self.enter(Phase::Member);
             log::info!("joined the group as member {}", self.me.id);
@@ -57,7 +57,7 @@ impl Driver {
     /// A member receives a join request: it proposes the learner (raft-rs
     /// forwards it to the leader); a repeated request for a member already
     /// in is ignored when applied.
-    pub(in crate::group) fn on_join_request(&mut self, member: MemberInfo, previous: Option<(Uuid, Option<(Uuid, Seqno)>)>) {
+    pub(super) fn on_join_request(&mut self, member: MemberInfo, previous: Option<(Uuid, Option<(Uuid, Seqno)>)>) {
         if let Some((previous, held)) = previous {
             self.on_restarted_member(previous, &member.address, held);
             if let Some(position) = held {
@@ -190,7 +190,7 @@ impl Driver {
     /// in the turn its JOIN was applied, a learner whose answer to its
     /// snapshot was lost became a voter stuck behind a log the leader no
     /// longer had (simulator seed 4212).
-    pub(in crate::group) fn promote_learners(&mut self) {
+    pub(super) fn promote_learners(&mut self) {
         let raft = &self.incarnation.raw.raft;
         if raft.state != StateRole::Leader || raft.has_pending_conf() {
             return;
@@ -207,7 +207,7 @@ impl Driver {
         }
     }
 
-    pub(in crate::group) fn start_leaving(&mut self, reply: Sender<()>) {
+    pub(super) fn start_leaving(&mut self, reply: Sender<()>) {
         match &mut self.members.phase {
             Phase::Leaving(l) => return l.add(reply),
             Phase::Left => {
@@ -223,7 +223,7 @@ impl Driver {
     /// One step of a graceful leave: done once the group no longer lists
     /// us (or alone, or out of time); otherwise a leader hands leadership
     /// to another voter, a follower proposes its own removal.
-    pub(in crate::group) fn leaving_tick(&mut self) {
+    pub(super) fn leaving_tick(&mut self) {
         let alone = self.state.members().len() <= 1;
         let out = self.members.removed || self.state.member(self.me.id).is_none();
         let now = self.clock.now();
@@ -259,7 +259,7 @@ impl Driver {
 
     /// The leader removes the member silent the longest once it is past
     /// the eviction timeout (see `liveness`), one conf change at a time.
-    pub(in crate::group) fn evict_silent(&mut self) {
+    pub(super) fn evict_silent(&mut self) {
         let now = self.clock.now();
         let leader = self.incarnation.raw.raft.state == StateRole::Leader;
         let free = !self.incarnation.raw.raft.has_pending_conf() && !self.members.is_leaving_or_left();
@@ -284,7 +284,7 @@ impl Driver {
 
     /// A removed member that still speaks Raft to us (it was stopped while
     /// the group removed it) is told it is out.
-    pub(in crate::group) fn tell_if_removed(&self, from: u64) {
+    pub(super) fn tell_if_removed(&self, from: u64) {
         // Every Raft message passes here: members are answered at once.
         if self.peers.contains(&from) {
             return;
@@ -299,7 +299,7 @@ impl Driver {
     /// The group removed this node. Leaving, that is the goal; otherwise
     /// the node was evicted: it shows a non-primary view (the server stops
     /// taking queries) until the operator reconnects or restarts it.
-    pub(in crate::group) fn on_removed_notice(&mut self, index: u64) {
+    pub(super) fn on_removed_notice(&mut self, index: u64) {
         if self.members.removed || self.is_joining() {
             return; // a notice still on its way when we rejoined
         }
@@ -330,7 +330,7 @@ impl Driver {
     /// Joins the group again as a fresh learner at the members' addresses
     /// (same member id: the group removed it, so it is new there). The old
     /// Raft state is dropped with whatever it had not committed.
-    pub(in crate::group) fn rejoin(&mut self) {
+    pub(super) fn rejoin(&mut self) {
         let me = self.me.id;
         let peers: Vec<String> = self.state.members().iter().filter(|m| m.info.id != me && !m.info.address.is_empty()).map(|m| m.info.address.clone()).collect();
         let peers = if peers.is_empty() { self.members.last_peers.clone() } else { peers };
@@ -366,7 +366,7 @@ impl Driver {
     /// Counts the writesets among the events from `from` on, while leading.
     /// Once a window: the leader hands over to the busiest segment's
     /// busiest writer, when that is another segment (see the module).
-    pub(in crate::group) fn place_leader(&mut self) {
+    pub(super) fn place_leader(&mut self) {
         let now = self.clock.now();
         let raft = &self.incarnation.raw.raft;
         let leader = raft.state == StateRole::Leader;
@@ -385,7 +385,7 @@ impl Driver {
     /// leadership to the data voter that holds most of the log; raft-rs
     /// brings it up to date first, and gives up after an election timeout,
     /// after which this asks again.
-    pub(in crate::group) fn hand_over(&mut self) {
+    pub(super) fn hand_over(&mut self) {
         let raft = &self.incarnation.raw.raft;
         if !self.me.arbitrator || raft.state != StateRole::Leader || raft.lead_transferee.is_some() {
             return;
@@ -414,7 +414,7 @@ impl Driver {
     /// halts, so that its node leaves the cluster cleanly rather than go on
     /// in a state nobody designed (and the simulator, built for release,
     /// fails the run of a member that halted).
-    pub(in crate::group) fn enter(&mut self, next: Phase) {
+    pub(super) fn enter(&mut self, next: Phase) {
         if let Err(what) = self.members.enter(next, self.me.id) {
             debug_assert!(false, "{}", what);
             log::error!("{}; this node leaves the cluster", what);

@@ -21,7 +21,6 @@ const FORGET_AFTER: Duration = Duration::from_secs(2);
 const NON_MEMBER_SAID_EVERY: Duration = Duration::from_secs(10);
 
 impl Driver {
-
     pub(super) fn on_net(&mut self, inbound: Inbound) {
         if let Inbound::Frame { from, .. } = &inbound {
             self.primary.liveness.heard(*from, self.clock.now());
@@ -130,7 +129,7 @@ impl Driver {
     }
 
     /// Sends `frame` to each of `to`, encoded once.
-    pub(in crate::group) fn send_frame(&self, to: impl IntoIterator<Item = u64>, frame: &Frame) {
+    pub(super) fn send_frame(&self, to: impl IntoIterator<Item = u64>, frame: &Frame) {
         let (kind, payload) = match frame.encode() {
             Ok(encoded) => encoded,
             Err(e) => return log::error!("cannot encode a group frame: {}", e),
@@ -236,7 +235,7 @@ impl Driver {
     /// reaching members that left: a restarted node comes back at the same
     /// address as a new member, and a dialer still looking for its old id
     /// there would keep breaking the new member's link.
-    pub(in crate::group) fn refresh_peers(&mut self) {
+    pub(super) fn refresh_peers(&mut self) {
         let mut wanted = std::collections::BTreeSet::new();
         for m in self.state.members() {
             if m.info.id != self.me.id && !m.info.address.is_empty() {

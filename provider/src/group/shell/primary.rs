@@ -147,7 +147,7 @@ impl Driver {
     /// behind with its log: nothing it had not committed is ordered here
     /// (those writesets' clients failed with the non-primary view).
     /// `keep_alone_view`: see `GroupState::reform`.
-    pub(in crate::group) fn reform(&mut self, keep_alone_view: bool) {
+    pub(super) fn reform(&mut self, keep_alone_view: bool) {
         if self.incarnation.quorum.is_primary() || self.state.member(self.me.id).is_none() {
             // A note: on a primary node it is a no-op, which mtr tests
             // use as a precaution (galera_3nodes.galera-features#115).

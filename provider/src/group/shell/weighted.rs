@@ -18,7 +18,7 @@ use crate::log;
 
 impl Driver {
     /// Committed entries in: every one the gate lets through is applied.
-    pub(in crate::group) fn apply_gated(&mut self, entries: Vec<RaftEntry>) {
+    pub(super) fn apply_gated(&mut self, entries: Vec<RaftEntry>) {
         self.incarnation.gate.push(entries);
         self.deliver_gated();
     }
@@ -64,7 +64,7 @@ impl Driver {
     /// one is unapplied, and the one member that could still vote would
     /// not vote for a shorter log, so no leader was ever elected again
     /// (simulator, seed 5557 with lag reports).
-    pub(in crate::group) fn advance_weighted_commit(&mut self) {
+    pub(super) fn advance_weighted_commit(&mut self) {
         if !self.incarnation.gate.is_active() {
             return;
         }
@@ -85,7 +85,7 @@ impl Driver {
     /// equal again on the leader: a member behind it may still hold entries
     /// from before (with equal weights Raft's commit index is the weighted
     /// one).
-    pub(in crate::group) fn send_commit_notice(&mut self, now: Instant) {
+    pub(super) fn send_commit_notice(&mut self, now: Instant) {
         if !self.incarnation.gate.ever_active() || self.incarnation.raw.raft.state != StateRole::Leader {
             return;
         }
@@ -101,7 +101,7 @@ impl Driver {
     /// the old leader back from a partition, a pre-candidate the others
     /// ignored, since they still took it for their leader). Term 0: not a
     /// leader's notice, no verdict in it.
-    pub(in crate::group) fn relay_commit_index(&self) {
+    pub(super) fn relay_commit_index(&self) {
         if !self.incarnation.gate.ever_active() || self.incarnation.raw.raft.state == StateRole::Leader {
             return;
         }
@@ -126,7 +126,7 @@ impl Driver {
     /// heavy one lists it too. The heavy one's index then opened the gate
     /// on the old group's entries, delivered at seqnos the new component
     /// had given to others (simulator, seed 4587 with lag reports).
-    pub(in crate::group) fn on_commit_notice(&mut self, from: u64, n: CommitNotice) {
+    pub(super) fn on_commit_notice(&mut self, from: u64, n: CommitNotice) {
         if !n.about(self.state.component()) {
             return log::debug!("ignoring a commit notice from {:x}: it is about another component's log", from);
         }
@@ -144,14 +144,14 @@ impl Driver {
     }
 
     /// See `Primary::side_is_primary`.
-    pub(in crate::group) fn side_is_primary(&self, now: Instant) -> bool {
+    pub(super) fn side_is_primary(&self, now: Instant) -> bool {
         self.primary.side_is_primary(&self.state, self.me.id, now)
     }
 
     /// While weights differ a leader counts only if it says it hears a
     /// weighted majority: a light majority orders nothing it could deliver
     /// and must turn non-primary like any minority.
-    pub(in crate::group) fn weight_allows_leader(&self, now: Instant) -> bool {
+    pub(super) fn weight_allows_leader(&self, now: Instant) -> bool {
         if !self.incarnation.gate.is_active() {
             return true;
         }
@@ -165,7 +165,7 @@ impl Driver {
 
     /// This member alone weighs more than half but has no leader: it forms
     /// the component again (see `weights::decides_alone`).
-    pub(in crate::group) fn reforms_by_weight(&self) -> bool {
+    pub(super) fn reforms_by_weight(&self) -> bool {
         weights::decides_alone(&self.state, self.me.id)
     }
 
@@ -174,7 +174,7 @@ impl Driver {
     /// weighted majority held them, and this member is in every one), and
     /// a component that went on without them would lose acknowledged
     /// writesets.
-    pub(in crate::group) fn deliver_own_log(&mut self) {
+    pub(super) fn deliver_own_log(&mut self) {
         let from = self.applying.max(self.incarnation.raw.raft.raft_log.applied) + 1;
         let entries = match self.incarnation.raw.raft.raft_log.entries(from, None, GetEntriesContext::empty(false)) {
             Ok(es) => es,
@@ -196,7 +196,7 @@ impl Driver {
 
     /// Keeps the group's record of this member's weight equal to its
     /// `pc.weight`: an ordered entry, asked again at most once a second.
-    pub(in crate::group) fn propose_weight(&mut self, now: Instant) {
+    pub(super) fn propose_weight(&mut self, now: Instant) {
         let Some(m) = self.state.member(self.me.id) else { return };
         if !self.primary.weight_due(m.weight, self.incarnation.quorum.is_primary(), now) {
             return;
@@ -206,7 +206,7 @@ impl Driver {
 
     /// `wsrep_cluster_weight` (the primary component's weight, 0 outside
     /// one) and this member's weight as ordered, for the node.
-    pub(in crate::group) fn publish_weights(&self) {
+    pub(super) fn publish_weights(&self) {
         let primary = self.incarnation.quorum.is_primary() && self.state.is_primary();
         let cluster = if primary { self.state.weight_of(|_| true) } else { 0 };
         let own = self.state.member(self.me.id).map_or(0, |m| m.weight);
@@ -215,7 +215,7 @@ impl Driver {
     }
 
     /// A writeset proposal is refused while too much waits at the gate.
-    pub(in crate::group) fn gate_full(&mut self, token: u64) -> bool {
+    pub(super) fn gate_full(&mut self, token: u64) -> bool {
         if !self.incarnation.gate.full() {
             return false;
         }
