@@ -29,7 +29,11 @@ pub struct Stats {
     /// Left while an earlier seqno had not left yet.
     pub left_out_of_order: u64,
     pub left: u64,
-    /// Sum over leaves of (last_entered - last_left): the parallel window.
+    /// Sum over entries of (last_entered - last_left), this seqno counted
+    /// in last_entered: the parallel window as Galera's monitor counts it
+    /// (at enter, over enters). Counted at leave, it also took in every
+    /// seqno that entered while this one was inside, and read about one
+    /// more than Galera's with two appliers.
     pub window_sum: u64,
     pub waits: u64,
 }
@@ -42,7 +46,7 @@ impl Stats {
         ratio(self.left_out_of_order, self.left)
     }
     pub fn window(&self) -> f64 {
-        ratio(self.window_sum, self.left)
+        ratio(self.window_sum, self.entered)
     }
 }
 
@@ -111,13 +115,13 @@ impl Ordering {
         self.stats.entered_out_of_order += (self.last_left + 1 < seqno) as u64;
         self.stats.waits += waited as u64;
         self.last_entered = self.last_entered.max(seqno);
+        self.stats.window_sum += (self.last_entered - self.last_left).max(0) as u64;
     }
 
     pub fn leave(&mut self, seqno: Seqno) {
         assert!(self.inside.remove(&seqno), "seqno {} left without entering", seqno);
         self.stats.left += 1;
         self.stats.left_out_of_order += (self.last_left + 1 < seqno) as u64;
-        self.stats.window_sum += (self.last_entered - self.last_left).max(0) as u64;
         self.done(seqno);
     }
 

@@ -20,6 +20,19 @@ fn last_left_advances_only_over_a_contiguous_prefix() {
 }
 
 #[test]
+fn the_window_is_counted_as_galeras_at_enter_over_enters() {
+    let mut o = Ordering::new(0);
+    for s in 1..=3 {
+        o.enter(s, false); // windows 1, 2, 3
+    }
+    for s in [3, 1, 2] {
+        o.leave(s);
+    }
+    // Counted at each leave instead: 3, 3, 2.
+    assert!((o.stats().window() - 2.0).abs() < 1e-9, "{}", o.stats().window());
+}
+
+#[test]
 fn cancel_fills_gaps_and_is_idempotent() {
     let mut o = Ordering::new(10);
     o.cancel(12);
