@@ -15,11 +15,11 @@ use gate::FlowGate;
 
 /// What the flow room holds for the driver.
 pub(crate) struct Flow {
-    pub(in crate::group) fc: FlowControl,
-    pub(in crate::group) cluster_lag: cluster_lag::ClusterLag,
+    fc: FlowControl,
+    cluster_lag: cluster_lag::ClusterLag,
     /// How busy this thread is (see `load`).
-    pub(in crate::group) load: load::Load,
-    pub(in crate::group) gate: Arc<FlowGate>,
+    load: load::Load,
+    gate: Arc<FlowGate>,
 }
 
 impl Flow {
@@ -47,9 +47,35 @@ impl Flow {
         self.fc.resume_deferred(me, now)
     }
 
-    /// This member's apply lag, as the others will hear it.
-    pub(in crate::group) fn own_lag(&mut self, me: u64, ms: u32, now: Instant) {
-        self.cluster_lag.on_report(me, ms, now);
+    /// Once a tick: the signal to send, if any (see `FlowControl::tick`).
+    pub(in crate::group) fn tick(&mut self, me: u64, now: Instant) -> Option<Signal> {
+        self.fc.tick(me, now)
+    }
+
+    /// FLUSH STATUS: the STOP counters start again.
+    pub(in crate::group) fn reset_counters(&mut self) {
+        self.fc.reset_counters();
+    }
+
+    /// Whether this member's apply lag is due to the others; if so, it
+    /// counts as sent.
+    pub(in crate::group) fn lag_due(&mut self, now: Instant) -> bool {
+        self.cluster_lag.due(now)
+    }
+
+    /// Member `from`'s apply lag (this member's own among them).
+    pub(in crate::group) fn on_lag(&mut self, from: u64, ms: u32, now: Instant) {
+        self.cluster_lag.on_report(from, ms, now);
+    }
+
+    /// The driver's thread worked from `woke` to `now` (see `load`).
+    pub(in crate::group) fn worked(&mut self, woke: Instant, now: Instant) {
+        self.load.worked(woke, now);
+    }
+
+    /// Whether the driver's thread has time to spare for eager sends.
+    pub(in crate::group) fn has_spare_time(&self) -> bool {
+        self.load.has_spare_time()
     }
 
     pub(in crate::group) fn retain_members(&mut self, ids: &[u64]) {

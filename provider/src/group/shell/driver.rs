@@ -216,7 +216,7 @@ impl Driver {
     pub(super) fn turn(&mut self) -> bool {
         let woke = self.clock.now();
         let go = self.step(None);
-        self.flow.load.worked(woke, self.clock.now());
+        self.flow.worked(woke, self.clock.now());
         go
     }
 
@@ -268,7 +268,7 @@ impl Driver {
         }
         self.maybe_bootstrap();
         self.rejoin_once_led();
-        self.net.set_eager(self.flow.load.has_spare_time());
+        self.net.set_eager(self.flow.has_spare_time());
         self.on_ready();
         if std::mem::take(&mut self.order.pump_due) {
             self.pump();
@@ -323,7 +323,7 @@ impl Driver {
                 self.publish_flow();
             }
             Command::ResetFlowCounters => {
-                self.flow.fc.reset_counters();
+                self.flow.reset_counters();
                 self.publish_flow();
             }
             Command::Timeouts(t) => self.primary.liveness.timeouts = t,
@@ -373,7 +373,7 @@ impl Driver {
         if let Some(token) = self.order.fence_due(self.clock.now(), member) {
             self.propose_fence(token);
         }
-        if let Some(sig) = self.flow.fc.tick(self.me.id.raft_id(), self.clock.now()) {
+        if let Some(sig) = self.flow.tick(self.me.id.raft_id(), self.clock.now()) {
             self.broadcast_flow(sig);
         }
         self.publish_flow();

@@ -102,7 +102,7 @@ impl Driver {
             Frame::Left { .. } => {}
             Frame::Lag(ms) => {
                 if self.state.member_by_raft_id(from).is_some() {
-                    self.flow.cluster_lag.on_report(from, ms, self.clock.now());
+                    self.flow.on_lag(from, ms, self.clock.now());
                 }
             }
             Frame::Leader(word) => {

@@ -34,10 +34,10 @@ impl Driver {
     /// Sends this member's apply lag to the others when due, and
     /// publishes the cluster's worst.
     pub(super) fn report_lag(&mut self, now: Instant) {
-        if self.flow.cluster_lag.due(now) {
+        if self.flow.lag_due(now) {
             let ms = self.delivery.apply_lag_ms();
             let me = self.me.id.raft_id();
-            self.flow.own_lag(me, ms, now);
+            self.flow.on_lag(me, ms, now);
             let others = self.state.members().iter().filter(|m| m.info.id != self.me.id).map(|m| m.info.id.raft_id());
             self.send_frame(others, &Frame::Lag(ms));
             self.report_leader(now);
