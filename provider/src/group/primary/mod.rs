@@ -21,19 +21,19 @@ use weights::Standing;
 /// What the primary room holds for the driver.
 pub(crate) struct Primary {
     /// Failure detection; the leader acts on it.
-    pub(in crate::group) liveness: Liveness,
-    pub(in crate::group) was_leader: bool,
+    liveness: Liveness,
+    was_leader: bool,
     /// The last member heard speaking as a leader (an append, heartbeat
     /// or snapshot), and when: a member that never campaigns (a learner,
     /// an arbitrator) keeps naming a leader that stepped down, and still
     /// hears from it (its vote requests), so plain liveness would not do.
-    pub(in crate::group) leader_contact: Option<(u64, Instant)>,
+    leader_contact: Option<(u64, Instant)>,
     /// The other members' latest words on their leader (see `cut_off`).
-    pub(in crate::group) leader_words: cut_off::LeaderWords,
-    pub(in crate::group) policy: Policy,
+    leader_words: cut_off::LeaderWords,
+    policy: Policy,
     /// When this member last proposed its weight.
-    pub(in crate::group) weight_asked: Option<Instant>,
-    pub(in crate::group) standstill: standstill::Standstill,
+    weight_asked: Option<Instant>,
+    standstill: standstill::Standstill,
 }
 
 impl Primary {
@@ -51,6 +51,73 @@ impl Primary {
 }
 
 impl Primary {
+    pub(in crate::group) fn timeouts(&self) -> &liveness::Timeouts {
+        &self.liveness.timeouts
+    }
+
+    /// `evs.suspect_timeout` / `evs.inactive_timeout` changed.
+    pub(in crate::group) fn set_timeouts(&mut self, t: liveness::Timeouts) {
+        self.liveness.timeouts = t;
+    }
+
+    pub(in crate::group) fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// `pc.ignore_sb` / `pc.ignore_quorum` / `pc.weight` changed.
+    pub(in crate::group) fn set_policy(&mut self, p: Policy) {
+        self.policy = p;
+    }
+
+    /// Member `id` spoke (any frame).
+    pub(in crate::group) fn heard(&mut self, id: u64, now: Instant) {
+        self.liveness.heard(id, now);
+    }
+
+    pub(in crate::group) fn heard_within(&self, id: u64, now: Instant, window: Duration) -> bool {
+        self.liveness.heard_within(id, now, window)
+    }
+
+    /// The group's members now (raft ids), for `spoke_within`.
+    pub(in crate::group) fn list(&mut self, ids: &[u64], now: Instant) {
+        self.liveness.list(ids, now);
+    }
+
+    /// Member `leader` spoke as a leader (an append, heartbeat or snapshot).
+    pub(in crate::group) fn led_by(&mut self, leader: u64, now: Instant) {
+        self.leader_contact = Some((leader, now));
+    }
+
+    /// The last member heard speaking as a leader, and when.
+    pub(in crate::group) fn leader_contact(&self) -> Option<(u64, Instant)> {
+        self.leader_contact
+    }
+
+    /// Member `from`'s word on its leader (see `cut_off`).
+    pub(in crate::group) fn on_leader_word(&mut self, from: u64, word: cut_off::LeaderWord, now: Instant) {
+        self.leader_words.on_word(from, word, now);
+    }
+
+    /// A driver turn begins: how long the process stood still before it,
+    /// if it did (see `Standstill::turn_begins`).
+    pub(in crate::group) fn turn_begins(&mut self, now: Instant) -> Option<Duration> {
+        self.standstill.turn_begins(now)
+    }
+
+    pub(in crate::group) fn turn_ended(&mut self, now: Instant) {
+        self.standstill.turn_ended(now);
+    }
+
+    /// Whether the driver ran throughout the last `window` (see `standstill`).
+    pub(in crate::group) fn ran_throughout(&self, now: Instant, window: Duration) -> bool {
+        self.standstill.ran_throughout(now, window)
+    }
+
+    /// Whether a standstill just seen is a new one (see `Standstill::is_new`).
+    pub(in crate::group) fn stood_still_anew(&mut self, now: Instant) -> bool {
+        self.standstill.is_new(now)
+    }
+
     pub(in crate::group) fn retain_members(&mut self, ids: &[u64]) {
         self.liveness.retain_members(ids);
         self.leader_words.retain_members(ids);

@@ -237,11 +237,11 @@ impl Driver {
     pub(crate) fn step(&mut self, first: Option<Command>) -> bool {
         // Both are taken, so that one stop is not seen twice.
         let watched = self.clock.stood_still();
-        if let Some(gap) = self.primary.standstill.turn_begins(self.clock.now()).or(watched) {
+        if let Some(gap) = self.primary.turn_begins(self.clock.now()).or(watched) {
             self.stood_still(gap);
         }
         let go = self.step_commands(first);
-        self.primary.standstill.turn_ended(self.clock.now());
+        self.primary.turn_ended(self.clock.now());
         go
     }
 
@@ -326,9 +326,9 @@ impl Driver {
                 self.flow.reset_counters();
                 self.publish_flow();
             }
-            Command::Timeouts(t) => self.primary.liveness.timeouts = t,
+            Command::Timeouts(t) => self.primary.set_timeouts(t),
             Command::Reform => self.reform(false),
-            Command::Policy(p) => self.primary.policy = p,
+            Command::Policy(p) => self.primary.set_policy(p),
             Command::SendWindow(w) => self.set_send_window(w),
             Command::Stop => {
                 self.flow.open_for_good(self.clock.now());
@@ -440,7 +440,7 @@ impl Driver {
     /// it) receives appends as they come and answers: a relay, or a
     /// leader to hand over to (see `placement`).
     pub(super) fn keeps_up(&self, id: u64, pr: &raft::Progress, now: Instant) -> bool {
-        pr.state == ProgressState::Replicate && self.primary.liveness.heard_within(id, now, KEEPS_UP_HEARD_WITHIN)
+        pr.state == ProgressState::Replicate && self.primary.heard_within(id, now, KEEPS_UP_HEARD_WITHIN)
     }
 
     /// A read's context must be unique in the whole group: the leader

@@ -276,8 +276,8 @@ impl Driver {
             uuid,
             name,
             silent.as_secs_f64(),
-            self.primary.liveness.timeouts.suspect,
-            self.primary.liveness.timeouts.inactive
+            self.primary.timeouts().suspect,
+            self.primary.timeouts().inactive
         );
         self.propose_membership(Membership::Remove { member: uuid }, ConfChangeType::RemoveNode);
     }

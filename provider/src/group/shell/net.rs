@@ -23,7 +23,7 @@ const NON_MEMBER_SAID_EVERY: Duration = Duration::from_secs(10);
 impl Driver {
     pub(super) fn on_net(&mut self, inbound: Inbound) {
         if let Inbound::Frame { from, .. } = &inbound {
-            self.primary.liveness.heard(*from, self.clock.now());
+            self.primary.heard(*from, self.clock.now());
         }
         match inbound {
             Inbound::Frame { kind, payload, from } => match Frame::decode(kind, &payload) {
@@ -46,7 +46,7 @@ impl Driver {
             Frame::Raft(m) => {
                 self.tell_if_removed(from);
                 if matches!(m.get_msg_type(), MessageType::MsgAppend | MessageType::MsgHeartbeat | MessageType::MsgSnapshot) {
-                    self.primary.leader_contact = Some((m.from, self.clock.now()));
+                    self.primary.led_by(m.from, self.clock.now());
                 }
                 // A member only hears its own group: after a reform the
                 // old group's members must not pull it back into their
@@ -107,7 +107,7 @@ impl Driver {
             }
             Frame::Leader(word) => {
                 if self.state.member_by_raft_id(from).is_some() {
-                    self.primary.leader_words.on_word(from, word, self.clock.now());
+                    self.primary.on_leader_word(from, word, self.clock.now());
                 }
             }
             Frame::Hold(index) => {

@@ -146,7 +146,7 @@ impl Driver {
 
     /// See `order::give_up_after`.
     pub(super) fn give_up_after(&self) -> Duration {
-        crate::group::order::give_up_after(self.primary.liveness.timeouts.inactive)
+        crate::group::order::give_up_after(self.primary.timeouts().inactive)
     }
 
     /// Our writesets handed to Raft may have been ordered inside the

@@ -34,7 +34,7 @@ impl Driver {
             self.call_restarted_members();
         }
         self.incarnation.quorum.note_leader(self.incarnation.raw.raft.leader_id);
-        match self.incarnation.quorum.observe(leader, now, self.primary.liveness.timeouts.suspect) {
+        match self.incarnation.quorum.observe(leader, now, self.primary.timeouts().suspect) {
             Some(Change::Lost) => self.lose_primary_or_ignore(),
             Some(Change::AskRejoin) => self.ask_rejoin(),
             None => {}
@@ -59,12 +59,12 @@ impl Driver {
     /// as before (`lose_primary_or_ignore`).
     pub(super) fn cut_off(&mut self, now: Instant) -> bool {
         let window = crate::group::primary::cut_off::window(self.tick);
-        let listening = self.inbox_drained && self.primary.standstill.ran_throughout(now, window);
+        let listening = self.inbox_drained && self.primary.ran_throughout(now, window);
         if !self.incarnation.quorum.is_primary() || !listening || !self.could_go_on_without_me() {
             return false;
         }
         let ids: Vec<u64> = self.state.members().iter().map(|m| m.info.id.raft_id()).collect();
-        self.primary.liveness.list(&ids, now);
+        self.primary.list(&ids, now);
         let heard = |m: &Member| self.primary.spoke_within(m, self.me.id, now, window);
         let why = if crate::group::primary::cut_off::hears_a_minority(&self.state, heard) {
             format!("heard from no majority of the cluster for {:?} (cut off, or the others are down)", window)
@@ -101,7 +101,7 @@ impl Driver {
         let now = self.clock.now();
         let leader = self.leader_seen(now);
         self.incarnation.quorum.note_leader(self.incarnation.raw.raft.leader_id);
-        if let Some(Change::AskRejoin) = self.incarnation.quorum.observe(leader, now, self.primary.liveness.timeouts.suspect) {
+        if let Some(Change::AskRejoin) = self.incarnation.quorum.observe(leader, now, self.primary.timeouts().suspect) {
             self.ask_rejoin();
         }
     }
@@ -187,7 +187,7 @@ impl Driver {
     pub(super) fn lose_primary_or_ignore(&mut self) {
         let now = self.clock.now();
         let standing = self.primary.side_standing(&self.state, self.me.id, now);
-        let forced = self.primary.policy.forces_primary(standing);
+        let forced = self.primary.policy().forces_primary(standing);
         // An arbitrator never forms a component (see `reform`), so it must
         // not deliver its log's tail either: the group's leader sends it
         // those entries again once the partition heals, and each would be
@@ -196,7 +196,7 @@ impl Driver {
         if self.me.arbitrator || (!forced && !self.reforms_by_weight()) {
             return self.lose_primary();
         }
-        if forced && self.primary.policy.ignore_sb && standing == crate::group::primary::weights::Standing::Split {
+        if forced && self.primary.policy().ignore_sb && standing == crate::group::primary::weights::Standing::Split {
             // Galera's wording (mtr suppresses it): the operator chose this.
             log::warning!("Ignoring possible split-brain (allowed by configuration) from view: this side stands {:?} in the last primary view", standing);
         } else if forced {
@@ -227,7 +227,7 @@ impl Driver {
         // signal is wsrep_cluster_status, and mtr tests count warnings.
         log::info!(
             "no leader for longer than {:?}: this node is non-Primary with {} of {} members of the last primary view",
-            self.primary.liveness.timeouts.suspect.max(Quorum::MIN_GRACE),
+            self.primary.timeouts().suspect.max(Quorum::MIN_GRACE),
             members.len(),
             self.state.members().len()
         );
@@ -241,7 +241,7 @@ impl Driver {
     /// their clients hear so once it reads the log; the rest are fenced
     /// and sent again as after any stall (`maybe_fence`).
     pub(super) fn stood_still(&mut self, gap: Duration) {
-        if !self.primary.standstill.is_new(self.clock.now()) || !self.could_go_on_without_me() {
+        if !self.primary.stood_still_anew(self.clock.now()) || !self.could_go_on_without_me() {
             return;
         }
         log::info!("this node stood still for {:.1} s (paused or starved of CPU) while the group went on: it is non-Primary until it has caught up", gap.as_secs_f64());
@@ -261,7 +261,7 @@ impl Driver {
     pub(super) fn could_go_on_without_me(&self) -> bool {
         let synced = self.state.member(self.me.id).is_some_and(|m| m.state == crate::group::state::MemberState::Synced);
         let other_data = self.state.members().iter().any(|m| m.info.id != self.me.id && !m.info.arbitrator);
-        let kept_primary = self.primary.policy.ignore_quorum || self.primary.policy.ignore_sb || self.reforms_by_weight();
+        let kept_primary = self.primary.policy().ignore_quorum || self.primary.policy().ignore_sb || self.reforms_by_weight();
         synced && other_data && !kept_primary && !self.me.arbitrator && self.watches_quorum() && !self.members.is_halted() && !self.members.is_leaving_or_left()
     }
 

@@ -51,7 +51,7 @@ impl Driver {
     pub(super) fn report_leader(&self, now: Instant) {
         let raft = &self.incarnation.raw.raft;
         let me = self.me.id.raft_id();
-        let Some((leader, at)) = self.primary.leader_contact.filter(|(l, _)| *l == raft.leader_id && *l != me) else { return };
+        let Some((leader, at)) = self.primary.leader_contact().filter(|(l, _)| *l == raft.leader_id && *l != me) else { return };
         let silent = now.saturating_duration_since(at);
         // A word older than this counts for nobody (`LeaderWords`).
         if silent >= crate::group::primary::cut_off::heard_elsewhere_within(crate::group::primary::cut_off::window(self.tick)) {

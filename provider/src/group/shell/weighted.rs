@@ -159,7 +159,7 @@ impl Driver {
             return self.side_is_primary(now);
         }
         self.incarnation.leader_says.is_some_and(|(from, primary, at)| {
-            primary && from == self.incarnation.raw.raft.leader_id && now.saturating_duration_since(at) < self.primary.liveness.timeouts.suspect
+            primary && from == self.incarnation.raw.raft.leader_id && now.saturating_duration_since(at) < self.primary.timeouts().suspect
         })
     }
 
@@ -201,7 +201,7 @@ impl Driver {
         if !self.primary.weight_due(m.weight, self.incarnation.quorum.is_primary(), now) {
             return;
         }
-        let _ = self.incarnation.raw.propose(vec![], Entry::Weight { member: self.me.id, weight: self.primary.policy.weight }.encode());
+        let _ = self.incarnation.raw.propose(vec![], Entry::Weight { member: self.me.id, weight: self.primary.policy().weight }.encode());
     }
 
     /// `wsrep_cluster_weight` (the primary component's weight, 0 outside
