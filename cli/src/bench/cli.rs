@@ -132,8 +132,9 @@ pub struct Cli {
     ///
     /// freshness: on 3 nodes, node 2 with 1 applier and wsrep_sync_wait
     /// readers, 64 writers on node 1; per flow-control setting
-    /// (gcs.fc_limit=16, and for lockstep also lockstep.max_lag_ms=100
-    /// with gcs.fc_limit=25000) two phases of --time seconds, node 2
+    /// (gcs.fc_limit=16; for lockstep lockstep.max_lag_ms=100 with
+    /// gcs.fc_limit=25000; gcs.fc_limit=16 with evs.send_window and
+    /// evs.user_send_window at 512) two phases of --time seconds, node 2
     /// innodb_flush_log_at_trx_commit=2 then 1; prints write tps, the
     /// reads' p99, node 1's flow-control pause and node 2's mean receive
     /// queue per phase, and writes freshness.json and freshness.svg (per

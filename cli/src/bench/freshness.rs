@@ -6,7 +6,8 @@
 //! applier thread, and its readers wait for what was committed before them
 //! (`wsrep_sync_wait=1`). For each setting (every provider: `gcs.fc_limit`
 //! 16; a provider that has `lockstep.max_lag_ms`: also that bound at 100
-//! ms with `gcs.fc_limit` 25000, so that the bound rules), sysbench
+//! ms with `gcs.fc_limit` 25000, so that the bound rules; every provider:
+//! `gcs.fc_limit` 16 with the evs windows at 512, see `settings`), sysbench
 //! `oltp_update_index` with 64 threads writes on node 1 for two phases of
 //! `--time` seconds, and one `oltp_point_select` client reads on node 2 in
 //! each. Phase 1: node 2 with `innodb_flush_log_at_trx_commit=2`; phase
@@ -37,7 +38,9 @@ struct Setting {
     needs_bound: bool,
 }
 
-fn settings() -> [Setting; 2] {
+/// In this order: the last one leaves evs windows wide for the rest of
+/// the run.
+fn settings() -> [Setting; 3] {
     let fc_limit = |n: u32| provider_setting(keys::GCS_FC_LIMIT, n);
     [
         Setting { label: "fc_limit=16", options: vec![fc_limit(16)], needs_bound: false },
@@ -45,6 +48,23 @@ fn settings() -> [Setting; 2] {
             label: "max_lag_ms=100",
             options: vec![fc_limit(25000), provider_setting(keys::LOCKSTEP_MAX_LAG_MS, 100)],
             needs_bound: true,
+        },
+        // Galera's node 1 waits for its slowest node to receive each
+        // message once evs.user_send_window (2) of its own are in flight,
+        // and that wait is not flow control: it is not counted in
+        // wsrep_flow_control_paused, and it slows node 1 to its slowest
+        // node's pace before any STOP. lockstep commits with a majority
+        // and has no such wait (its window is Raft's, 256 appends and
+        // more). With the windows wide, both providers meet a slow
+        // node 2 with flow control alone (issue 52).
+        Setting {
+            label: "windows=512",
+            options: vec![
+                fc_limit(16),
+                provider_setting(keys::EVS_SEND_WINDOW, 512),
+                provider_setting(keys::EVS_USER_SEND_WINDOW, 512),
+            ],
+            needs_bound: false,
         },
     ]
 }
