@@ -369,6 +369,12 @@ impl Group {
         self.counters.leader.load(AtomicOrdering::Relaxed)
     }
 
+    /// Causal reads this member answered from its leader's commit index,
+    /// without Raft's heartbeat round (see `shell::reads`).
+    pub fn reads_answered_by_leader(&self) -> u64 {
+        self.counters.reads_by_leader.load(AtomicOrdering::Relaxed)
+    }
+
     /// Its followers' answer times while it leads (see `round_trips`).
     pub fn round_trip_metrics(&self) -> round_trips::Shown {
         self.counters.round_trips.clone()

@@ -138,6 +138,7 @@ impl Shared {
             (V::ClusterApplyLagMs, Int(self.cluster_apply_lag_ms(lag_ms))),
             (V::ApplyStalled, Str(if self.apply_stalled.load(std::sync::atomic::Ordering::SeqCst) { "ON" } else { "OFF" }.into())),
             (V::LeaderIndex, Int(self.leader_index(view.as_ref()))),
+            (V::CausalReadsByLeader, Int(self.group().map_or(0, |g| g.reads_answered_by_leader()) as i64)),
         ]
     }
 

@@ -14,7 +14,8 @@
 //! segment (`gmcast.segment`) came later: a peer without it is of a build
 //! that cannot relay (see `group::relay`), so it is `None`, not segment 0.
 //! The features came after it (bits: `deflate::FEATURE_DEFLATE`,
-//! `FEATURE_OWN_PAYLOADS`, `FEATURE_LEADER_WORDS`); none when absent.
+//! `FEATURE_OWN_PAYLOADS`, `FEATURE_LEADER_WORDS`, `FEATURE_READ_ASK`);
+//! none when absent.
 
 use std::io::{self, Read, Write};
 
@@ -33,8 +34,13 @@ pub const FEATURE_OWN_PAYLOADS: u8 = 2;
 /// kind as unknown, so it gets none.
 pub const FEATURE_LEADER_WORDS: u8 = 4;
 
+/// The handshake's feature bit: this node, as leader, answers a causal
+/// read's question with its commit index (see `group::shell::reads`);
+/// an older build would log the frame's kind as unknown and never answer.
+pub const FEATURE_READ_ASK: u8 = 8;
+
 /// Every feature this build has, as its Hello and Welcome say.
-pub const FEATURES: u8 = super::deflate::FEATURE_DEFLATE | FEATURE_OWN_PAYLOADS | FEATURE_LEADER_WORDS;
+pub const FEATURES: u8 = super::deflate::FEATURE_DEFLATE | FEATURE_OWN_PAYLOADS | FEATURE_LEADER_WORDS | FEATURE_READ_ASK;
 
 /// How an allowlist refusal starts, in Galera's words: mtr tests suppress
 /// the accepting side's line by them, and the refused side says it

@@ -31,21 +31,29 @@ use raft::{Raft, StateRole, Storage, INVALID_ID};
 /// the leader are a quorum; `conf_stored` is the highest index of a
 /// configuration change it stored. Whether the commit index moved.
 pub fn commit_ahead<T: Storage>(raft: &mut Raft<T>, conf_stored: u64) -> bool {
+    if !with_leader_a_quorum(raft, conf_stored) {
+        return false;
+    }
+    let (stored, term) = (raft.raft_log.persisted, raft.term);
+    raft.raft_log.maybe_commit(stored, term)
+}
+
+/// Whether this member is a follower that, with its leader, makes a
+/// quorum of the configuration it applied, and has stored no change it
+/// has not applied (which may make the quorum another one). Then no
+/// leader of a later term can be elected without this member's vote or
+/// the leader's: what commit_ahead and `reads` rest on.
+pub fn with_leader_a_quorum<T: Storage>(raft: &Raft<T>, conf_stored: u64) -> bool {
     if raft.state != StateRole::Follower || raft.leader_id == INVALID_ID {
         return false;
     }
-    // A change stored but not applied may make the quorum another one.
     if conf_stored > raft.raft_log.applied {
         return false;
     }
     // raft-rs counts on its own set type (both halves of a joint
     // configuration, learners not at all).
     let pair: HashSet<u64, BuildHasherDefault<FxHasher>> = [raft.id, raft.leader_id].into_iter().collect();
-    if !raft.prs().has_quorum(&pair) {
-        return false;
-    }
-    let (stored, term) = (raft.raft_log.persisted, raft.term);
-    raft.raft_log.maybe_commit(stored, term)
+    raft.prs().has_quorum(&pair)
 }
 
 /// Whether every follower learns what commits by [`commit_ahead`], so

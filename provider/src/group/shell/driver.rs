@@ -70,6 +70,9 @@ pub(crate) struct Counters {
     pub leader: AtomicU64,
     /// Its followers' answer times, for the metrics endpoint.
     pub round_trips: crate::group::order::round_trips::Shown,
+    /// Causal reads that took the leader's commit index without Raft's
+    /// heartbeat round (see `reads`).
+    pub reads_by_leader: AtomicU64,
 }
 
 impl Counters {
@@ -306,12 +309,7 @@ impl Driver {
                     self.fail(failed);
                 }
             }
-            Command::ReadIndex(reply) => {
-                let id = self.next_read;
-                self.next_read += 1;
-                self.incarnation.raw.read_index(self.read_context(id));
-                self.incarnation.reads_asked.push((id, reply));
-            }
+            Command::ReadIndex(reply) => self.ask_read(reply),
             Command::Net(inbound) => self.on_net(inbound),
             Command::Leave(reply) => self.start_leaving(reply),
             Command::Isolate(on) => self.net.set_isolated(on),
@@ -441,48 +439,5 @@ impl Driver {
     /// leader to hand over to (see `placement`).
     pub(super) fn keeps_up(&self, id: u64, pr: &raft::Progress, now: Instant) -> bool {
         pr.state == ProgressState::Replicate && self.primary.heard_within(id, now, KEEPS_UP_HEARD_WITHIN)
-    }
-
-    /// A read's context must be unique in the whole group: the leader
-    /// keeps pending reads by context and silently drops a duplicate, so a
-    /// per-member counter alone would let two members' reads collide.
-    fn read_context(&self, id: u64) -> Vec<u8> {
-        let mut ctx = self.me.id.0.to_vec();
-        ctx.extend_from_slice(&id.to_le_bytes());
-        ctx
-    }
-
-    pub(super) fn take_read_states(&mut self, states: Vec<raft::ReadState>) {
-        for rs in states {
-            let ctx = rs.request_ctx.as_slice();
-            if ctx.len() != 24 || ctx[..16] != self.me.id.0 {
-                continue;
-            }
-            let id = u64::from_le_bytes(ctx[16..].try_into().expect("8 bytes"));
-            if let Some(i) = self.incarnation.reads_asked.iter().position(|(r, _)| *r == id) {
-                let (_, reply) = self.incarnation.reads_asked.swap_remove(i);
-                self.incarnation.reads_ready.push((rs.index, reply));
-            }
-        }
-        self.answer_reads();
-    }
-
-    /// A read is answered with the seqno assigned when the applied index
-    /// reached the read index: everything ordered before the read.
-    pub(super) fn answer_reads(&mut self) {
-        let applied = self.incarnation.raw.raft.raft_log.applied;
-        let seqno = self.state.seqno();
-        self.incarnation.reads_ready.retain(|(index, reply)| {
-            if *index > applied {
-                return true;
-            }
-            let _ = reply.send(seqno);
-            false
-        });
-        // Requests Raft dropped (no leader) are answered by the caller's
-        // timeout; keep the list bounded meanwhile.
-        if self.incarnation.reads_asked.len() > 4096 {
-            self.incarnation.reads_asked.drain(..2048);
-        }
     }
 }

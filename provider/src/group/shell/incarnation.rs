@@ -47,6 +47,8 @@ pub(crate) struct Incarnation {
     /// incarnation, their callers hear an error rather than wait for an
     /// answer the new Raft node will never give.
     pub(in crate::group) reads_asked: Vec<(u64, Sender<Seqno>)>,
+    /// Reads whose question went to the leader (see `reads`).
+    pub(in crate::group) reads_asked_leader: Vec<super::reads::Asked>,
     pub(in crate::group) reads_ready: Vec<(u64, Sender<Seqno>)>,
     /// This member's Sync transition, held until the member votes (see
     /// `Driver::hold_sync`).
@@ -79,6 +81,7 @@ impl Incarnation {
             restarted: BTreeMap::new(),
             dropped: VecDeque::new(),
             reads_asked: Vec::new(),
+            reads_asked_leader: Vec::new(),
             reads_ready: Vec::new(),
             held_sync: None,
             unconfirmed: Unconfirmed::default(),

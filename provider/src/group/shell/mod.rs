@@ -13,6 +13,7 @@ pub mod log;
 mod net;
 mod order;
 mod primary;
+mod reads;
 pub mod raft_log;
 pub mod ready;
 mod reports;

@@ -110,6 +110,12 @@ impl Driver {
                     self.primary.on_leader_word(from, word, self.clock.now());
                 }
             }
+            Frame::ReadAsk { id, term } => {
+                if self.state.member_by_raft_id(from).is_some() {
+                    self.on_read_ask(from, id, term);
+                }
+            }
+            Frame::ReadAnswer(answer) => self.on_read_answer(from, answer),
             Frame::Hold(index) => {
                 if self.me.arbitrator && self.state.member_by_raft_id(from).is_some() {
                     self.members.arbitrator_hold.on_word(index);

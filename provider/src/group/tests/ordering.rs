@@ -143,6 +143,33 @@ fn causal_reads_from_every_member_are_answered() {
 }
 
 #[test]
+fn a_voting_followers_causal_read_takes_the_leaders_commit_index_and_sees_what_another_member_committed() {
+    let (a, b, c) = three_voters();
+    let deadline = || Instant::now() + Duration::from_secs(5);
+    // c's writeset, acknowledged on c before b reads: b's read covers it.
+    let mut by_leader = false;
+    for token in 1..=20u64 {
+        c.group.propose(token, Bytes::from_static(b"w")).unwrap();
+        let acked = c.until("c's writeset", |e| matches!(e, GroupEvent::Ordered { token: t, .. } if *t == token));
+        let GroupEvent::Ordered { seqno, .. } = acked else { unreachable!() };
+        let read = b.group.read_index(deadline()).expect("b's read is answered");
+        assert!(read >= seqno, "b's read waits for {} only, c acknowledged {}", read, seqno);
+        by_leader = b.group.reads_answered_by_leader() > 0;
+        if by_leader {
+            break;
+        }
+        // Until b is promoted to voter, its reads go through ReadIndex.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(by_leader, "a voter of three asks the leader, without a heartbeat round");
+    assert!(a.group.read_index(deadline()).is_some());
+    assert_eq!(a.group.reads_answered_by_leader(), 0, "the leader itself confirms through ReadIndex");
+    for m in [&a, &b, &c] {
+        m.group.stop();
+    }
+}
+
+#[test]
 fn a_member_stop_pauses_the_others_until_cont_or_its_lease_runs_out() {
     let (a, _) = bootstrap(0);
     a.until("bootstrap view", view_with(1));

@@ -43,6 +43,14 @@ const KIND_OWN: u8 = 13;
 /// u64, silence in ms u32. Sent only to a member whose handshake had
 /// `FEATURE_LEADER_WORDS`.
 const KIND_LEADER: u8 = 14;
+/// A causal read's question to the leader (see `shell::reads`): id u64,
+/// the asker's term u64. Sent only to a member whose handshake had
+/// `FEATURE_READ_ASK`.
+const KIND_READ_ASK: u8 = 15;
+/// The leader's answer: id u64, its term u64, its commit index u64 (0:
+/// it cannot answer, ask Raft), the index of the last configuration
+/// change it stored u64.
+const KIND_READ_ANSWER: u8 = 16;
 
 #[derive(Debug, PartialEq)]
 pub(crate) enum Frame {
@@ -76,6 +84,22 @@ pub(crate) enum Frame {
     Own(Message, Vec<LeftOut>),
     /// The leader this follower hears, and how lately (see `cut_off`).
     Leader(LeaderWord),
+    /// "What have you committed?": a causal read's question to the
+    /// leader of `term` (see `shell::reads`).
+    ReadAsk { id: u64, term: u64 },
+    /// The leader's answer to `ReadAsk` `id`: its commit index (0: it
+    /// cannot answer now) and the last configuration change it stored.
+    ReadAnswer(ReadAnswer),
+}
+
+/// What a leader answers a causal read's question with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ReadAnswer {
+    pub id: u64,
+    pub term: u64,
+    /// Its commit index, of an entry of `term`; 0: no such commit yet.
+    pub committed: u64,
+    pub conf_stored: u64,
 }
 
 /// An entry of a `Frame::Own` sent without its payload.
@@ -160,6 +184,17 @@ impl Frame {
                 out.extend_from_slice(&w.silent_ms.to_le_bytes());
                 KIND_LEADER
             }
+            Frame::ReadAsk { id, term } => {
+                out.extend_from_slice(&id.to_le_bytes());
+                out.extend_from_slice(&term.to_le_bytes());
+                KIND_READ_ASK
+            }
+            Frame::ReadAnswer(a) => {
+                for v in [a.id, a.term, a.committed, a.conf_stored] {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                KIND_READ_ANSWER
+            }
             Frame::Commit(n) => {
                 out.extend_from_slice(&n.term.to_le_bytes());
                 out.extend_from_slice(&n.index.to_le_bytes());
@@ -194,6 +229,8 @@ impl Frame {
             KIND_HOLD => Frame::Hold(r.u64().map_err(|e| FrameError::Malformed("arbitrator's log hold", e))?),
             KIND_OWN => return decode_own(&mut r),
             KIND_LEADER => decode_leader(&mut r).map_err(|e| FrameError::Malformed("word on the leader", e))?,
+            KIND_READ_ASK => decode_read_ask(&mut r).map_err(|e| FrameError::Malformed("read question", e))?,
+            KIND_READ_ANSWER => decode_read_answer(&mut r).map_err(|e| FrameError::Malformed("read answer", e))?,
             k => return Err(FrameError::Kind(k)),
         };
         r.end().map_err(|e| FrameError::Malformed("group frame", e))?;
@@ -316,6 +353,14 @@ fn decode_leader(r: &mut Reader) -> Result<Frame, WireError> {
     Ok(Frame::Leader(LeaderWord { leader: r.u64()?, term: r.u64()?, silent_ms: r.u32()? }))
 }
 
+fn decode_read_ask(r: &mut Reader) -> Result<Frame, WireError> {
+    Ok(Frame::ReadAsk { id: r.u64()?, term: r.u64()? })
+}
+
+fn decode_read_answer(r: &mut Reader) -> Result<Frame, WireError> {
+    Ok(Frame::ReadAnswer(ReadAnswer { id: r.u64()?, term: r.u64()?, committed: r.u64()?, conf_stored: r.u64()? }))
+}
+
 /// One of each frame, for the tests and the decoders' fuzzing.
 #[cfg(test)]
 pub(crate) fn every_frame() -> Vec<Frame> {
@@ -341,6 +386,8 @@ pub(crate) fn every_frame() -> Vec<Frame> {
         Frame::Hold(81267),
         Frame::Own(own_append(), vec![LeftOut { position: 0, len: 300 }, LeftOut { position: 2, len: 1 << 20 }]),
         Frame::Leader(LeaderWord { leader: 0x51, term: 9, silent_ms: 120 }),
+        Frame::ReadAsk { id: 77, term: 9 },
+        Frame::ReadAnswer(ReadAnswer { id: 77, term: 9, committed: 123_456, conf_stored: 12 }),
     ]
 }
 
@@ -381,6 +428,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Frame::decode(15, &[]), Err(FrameError::Kind(15)));
+        assert_eq!(Frame::decode(17, &[]), Err(FrameError::Kind(17)));
     }
 }

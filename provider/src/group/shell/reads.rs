@@ -1,0 +1,153 @@
+//! Causal reads (`wsrep_sync_wait`): the seqno a read waits for is one
+//! past everything committed anywhere before the read began.
+//!
+//! Raft's ReadIndex finds it: the asker's question goes to the leader,
+//! which confirms with a heartbeat round to a quorum that it still leads,
+//! then answers with its commit index. That is four messages, and on a
+//! loaded leader each waits for its threads to be scheduled: on node 2
+//! of the freshness benchmark the round was 11-19 ms of the reads' p99
+//! of 24-38 ms (issue 52).
+//!
+//! A follower that with its leader makes a quorum (three voters or
+//! fewer, see `commit_ahead::with_leader_a_quorum`) needs no heartbeat
+//! round: it asks the leader for its commit index (`Frame::ReadAsk`) and
+//! takes the answer if it is still in the term and under the leader it
+//! asked in. Why that is enough: a commit acknowledged before the read
+//! began was made by the leader of some term Tc. Tc above the asked term
+//! T is impossible: a leader of Tc needs the vote of the asker or of the
+//! leader of T, and neither ever was in Tc (the asker was in T when it
+//! asked and when the answer came, the leader led T when it answered).
+//! Tc equal to T: the same leader, whose commit index only grows. Tc
+//! below T: the entry is in the leader's log (Raft's leader
+//! completeness), before any entry of T, so once the leader has committed
+//! an entry of T its commit index covers it; a leader that has not yet
+//! answers 0 and the read goes through ReadIndex. Both must have stored
+//! the same last configuration change, which the asker has applied, so
+//! that the quorum counted is the leader's. A leader of an older build
+//! does not announce `FEATURE_READ_ASK`: ReadIndex.
+
+use std::sync::mpsc::Sender;
+
+use raft::StateRole;
+
+use super::commit_ahead::with_leader_a_quorum;
+use super::driver::Driver;
+use crate::group::wire::frame::{Frame, ReadAnswer};
+use crate::gtid::Seqno;
+use crate::transport::handshake::FEATURE_READ_ASK;
+
+/// Reads waiting for an answer, per list: beyond it the oldest half is
+/// dropped, and their callers ask again (see `Group::read_index`).
+const MAX_WAITING: usize = 4096;
+
+/// A read's question to the leader, waiting for the answer.
+pub(in crate::group) struct Asked {
+    id: u64,
+    term: u64,
+    leader: u64,
+    reply: Sender<Seqno>,
+}
+
+impl Driver {
+    /// A causal read's question: to the leader, or through Raft's ReadIndex.
+    pub(super) fn ask_read(&mut self, reply: Sender<Seqno>) {
+        let id = self.next_read;
+        self.next_read += 1;
+        let raft = &self.incarnation.raw.raft;
+        let (term, leader) = (raft.term, raft.leader_id);
+        // A question of an earlier term gets no answer that counts: its
+        // caller hears at once, and asks again.
+        self.incarnation.reads_asked_leader.retain(|a| a.term == term);
+        if with_leader_a_quorum(raft, self.incarnation.conf_stored) && self.net.has_feature(leader, FEATURE_READ_ASK) {
+            bound(&mut self.incarnation.reads_asked_leader);
+            self.incarnation.reads_asked_leader.push(Asked { id, term, leader, reply });
+            return self.send_frame([leader], &Frame::ReadAsk { id, term });
+        }
+        self.ask_raft(id, reply);
+    }
+
+    fn ask_raft(&mut self, id: u64, reply: Sender<Seqno>) {
+        self.incarnation.raw.read_index(self.read_context(id));
+        bound(&mut self.incarnation.reads_asked);
+        self.incarnation.reads_asked.push((id, reply));
+    }
+
+    /// The leader's side: its commit index, if it leads `term` and has
+    /// committed an entry of it; else 0.
+    pub(super) fn on_read_ask(&mut self, from: u64, id: u64, term: u64) {
+        let raft = &self.incarnation.raw.raft;
+        let log = &raft.raft_log;
+        let leads = raft.state == StateRole::Leader && raft.term == term;
+        let committed = if leads && log.term(log.committed) == Ok(raft.term) { log.committed } else { 0 };
+        let answer = ReadAnswer { id, term: raft.term, committed, conf_stored: self.incarnation.conf_stored };
+        self.send_frame([from], &Frame::ReadAnswer(answer));
+    }
+
+    /// The asker's side: the read waits for the leader's commit index if
+    /// nothing it rests on moved meanwhile (see the module's head), else
+    /// it goes through ReadIndex.
+    pub(super) fn on_read_answer(&mut self, from: u64, a: ReadAnswer) {
+        let asked = &mut self.incarnation.reads_asked_leader;
+        let Some(i) = asked.iter().position(|q| q.id == a.id && q.leader == from) else { return };
+        let q = asked.swap_remove(i);
+        let raft = &self.incarnation.raw.raft;
+        let conf_stored = self.incarnation.conf_stored;
+        let holds = a.committed > 0
+            && a.term == q.term
+            && (raft.term, raft.leader_id) == (q.term, q.leader)
+            && a.conf_stored == conf_stored
+            && with_leader_a_quorum(raft, conf_stored);
+        if !holds {
+            return self.ask_raft(q.id, q.reply);
+        }
+        self.counters.reads_by_leader.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.incarnation.reads_ready.push((a.committed, q.reply));
+        self.answer_reads();
+    }
+
+    /// A read's context must be unique in the whole group: the leader
+    /// keeps pending reads by context and silently drops a duplicate, so a
+    /// per-member counter alone would let two members' reads collide.
+    fn read_context(&self, id: u64) -> Vec<u8> {
+        let mut ctx = self.me.id.0.to_vec();
+        ctx.extend_from_slice(&id.to_le_bytes());
+        ctx
+    }
+
+    pub(super) fn take_read_states(&mut self, states: Vec<raft::ReadState>) {
+        for rs in states {
+            let ctx = rs.request_ctx.as_slice();
+            if ctx.len() != 24 || ctx[..16] != self.me.id.0 {
+                continue;
+            }
+            let id = u64::from_le_bytes(ctx[16..].try_into().expect("8 bytes"));
+            if let Some(i) = self.incarnation.reads_asked.iter().position(|(r, _)| *r == id) {
+                let (_, reply) = self.incarnation.reads_asked.swap_remove(i);
+                self.incarnation.reads_ready.push((rs.index, reply));
+            }
+        }
+        self.answer_reads();
+    }
+
+    /// A read is answered with the seqno assigned when the applied index
+    /// reached the read index: everything ordered before the read.
+    pub(super) fn answer_reads(&mut self) {
+        let applied = self.incarnation.raw.raft.raft_log.applied;
+        let seqno = self.state.seqno();
+        self.incarnation.reads_ready.retain(|(index, reply)| {
+            if *index > applied {
+                return true;
+            }
+            let _ = reply.send(seqno);
+            false
+        });
+    }
+}
+
+/// Keeps a list of waiting reads bounded: their callers time out and ask
+/// again, so the oldest may go.
+fn bound<T>(list: &mut Vec<T>) {
+    if list.len() >= MAX_WAITING {
+        list.drain(..MAX_WAITING / 2);
+    }
+}
