@@ -1,5 +1,5 @@
-//! Causal reads (`wsrep_sync_wait`): the seqno a read waits for is one
-//! past everything committed anywhere before the read began.
+//! Causal reads (`wsrep_sync_wait`): the seqno a read waits for covers
+//! everything committed anywhere before the read began.
 //!
 //! Raft's ReadIndex finds it: the asker's question goes to the leader,
 //! which confirms with a heartbeat round to a quorum that it still leads,
