@@ -49,6 +49,9 @@ pub(crate) struct Incarnation {
     pub(in crate::group) reads_asked: Vec<(u64, Sender<Seqno>)>,
     /// Reads whose question went to the leader (see `reads`).
     pub(in crate::group) reads_asked_leader: Vec<super::reads::Asked>,
+    /// While it leads: each ReadIndex question's context and this
+    /// member's last index when it came (see `reads`).
+    pub(in crate::group) read_floors: Vec<(Vec<u8>, u64)>,
     pub(in crate::group) reads_ready: Vec<(u64, Sender<Seqno>)>,
     /// This member's Sync transition, held until the member votes (see
     /// `Driver::hold_sync`).
@@ -82,6 +85,7 @@ impl Incarnation {
             dropped: VecDeque::new(),
             reads_asked: Vec::new(),
             reads_asked_leader: Vec::new(),
+            read_floors: Vec::new(),
             reads_ready: Vec::new(),
             held_sync: None,
             unconfirmed: Unconfirmed::default(),

@@ -64,6 +64,12 @@ impl Driver {
                 let Some(m) = super::step::admit(m, log.last_index(), log.committed, self.members.vote_floor) else {
                     return log::debug!("not answering a vote request from {:x}: this log is short of its previous incarnation's ({} < {})", from, log.last_index(), self.members.vote_floor);
                 };
+                if m.get_msg_type() == MessageType::MsgReadIndex {
+                    if let Some(e) = m.entries.first() {
+                        let ctx = e.data.clone();
+                        self.note_read_floor(&ctx);
+                    }
+                }
                 let answer = (m.get_msg_type() == MessageType::MsgAppendResponse && !m.reject).then_some((m.from, m.term, m.index));
                 let committed = self.incarnation.raw.raft.raft_log.committed;
                 let _ = self.incarnation.raw.step(m);
@@ -174,6 +180,7 @@ impl Driver {
     /// and the appends of a commit index alone that another append in
     /// the batch carries (see `commit_only`).
     pub(super) fn send(&mut self, mut msgs: Vec<Message>) {
+        self.raise_read_answers(&mut msgs);
         self.order.outgoing(&mut msgs, self.clock.now());
         let relays = self.relays();
         let net = self.net.clone();

@@ -47,9 +47,9 @@ const KIND_LEADER: u8 = 14;
 /// the asker's term u64. Sent only to a member whose handshake had
 /// `FEATURE_READ_ASK`.
 const KIND_READ_ASK: u8 = 15;
-/// The leader's answer: id u64, its term u64, its commit index u64 (0:
-/// it cannot answer, ask Raft), the index of the last configuration
-/// change it stored u64.
+/// The leader's answer: id u64, its term u64, its last index u64 (0: it
+/// cannot answer, ask Raft), the index of the last configuration change
+/// it stored u64.
 const KIND_READ_ANSWER: u8 = 16;
 
 #[derive(Debug, PartialEq)]
@@ -84,10 +84,10 @@ pub(crate) enum Frame {
     Own(Message, Vec<LeftOut>),
     /// The leader this follower hears, and how lately (see `cut_off`).
     Leader(LeaderWord),
-    /// "What have you committed?": a causal read's question to the
+    /// "How far does your log reach?": a causal read's question to the
     /// leader of `term` (see `shell::reads`).
     ReadAsk { id: u64, term: u64 },
-    /// The leader's answer to `ReadAsk` `id`: its commit index (0: it
+    /// The leader's answer to `ReadAsk` `id`: its last index (0: it
     /// cannot answer now) and the last configuration change it stored.
     ReadAnswer(ReadAnswer),
 }
@@ -97,8 +97,8 @@ pub(crate) enum Frame {
 pub(crate) struct ReadAnswer {
     pub id: u64,
     pub term: u64,
-    /// Its commit index, of an entry of `term`; 0: no such commit yet.
-    pub committed: u64,
+    /// Its last index (see `shell::reads`); 0: it does not lead `term`.
+    pub index: u64,
     pub conf_stored: u64,
 }
 
@@ -190,7 +190,7 @@ impl Frame {
                 KIND_READ_ASK
             }
             Frame::ReadAnswer(a) => {
-                for v in [a.id, a.term, a.committed, a.conf_stored] {
+                for v in [a.id, a.term, a.index, a.conf_stored] {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 KIND_READ_ANSWER
@@ -358,7 +358,7 @@ fn decode_read_ask(r: &mut Reader) -> Result<Frame, WireError> {
 }
 
 fn decode_read_answer(r: &mut Reader) -> Result<Frame, WireError> {
-    Ok(Frame::ReadAnswer(ReadAnswer { id: r.u64()?, term: r.u64()?, committed: r.u64()?, conf_stored: r.u64()? }))
+    Ok(Frame::ReadAnswer(ReadAnswer { id: r.u64()?, term: r.u64()?, index: r.u64()?, conf_stored: r.u64()? }))
 }
 
 /// One of each frame, for the tests and the decoders' fuzzing.
@@ -387,7 +387,7 @@ pub(crate) fn every_frame() -> Vec<Frame> {
         Frame::Own(own_append(), vec![LeftOut { position: 0, len: 300 }, LeftOut { position: 2, len: 1 << 20 }]),
         Frame::Leader(LeaderWord { leader: 0x51, term: 9, silent_ms: 120 }),
         Frame::ReadAsk { id: 77, term: 9 },
-        Frame::ReadAnswer(ReadAnswer { id: 77, term: 9, committed: 123_456, conf_stored: 12 }),
+        Frame::ReadAnswer(ReadAnswer { id: 77, term: 9, index: 123_456, conf_stored: 12 }),
     ]
 }
 
