@@ -50,7 +50,7 @@ fn seeded_schedules_keep_every_invariant() {
     });
     results.sort_by_key(|(seed, _)| *seed);
     let mut failed = Vec::new();
-    let (mut seqnos, mut acked, mut conflicts, mut faults, mut relayed, mut own, mut stood_still) = (0i64, 0usize, 0u64, 0usize, 0u64, 0u64, 0u64);
+    let (mut seqnos, mut acked, mut conflicts, mut faults, mut relayed, mut own, mut stood_still, mut reads) = (0i64, 0usize, 0u64, 0usize, 0u64, 0u64, 0u64, 0u64);
     for (seed, r) in results {
         match r {
             Ok(s) => {
@@ -61,12 +61,13 @@ fn seeded_schedules_keep_every_invariant() {
                 relayed += s.relayed;
                 own += s.own;
                 stood_still += s.stood_still;
+                reads += s.reads;
             }
             Err(e) => failed.push(format!("seed {seed}: {e}")),
         }
     }
     eprintln!(
-        "simulation: {} seeds ({}..{}), {} passed; {} seqnos ordered, {} writesets acknowledged, {} certification conflicts, {} faults injected, {} relay frames, {} appends without their receiver's own payloads, {} standstills",
+        "simulation: {} seeds ({}..{}), {} passed; {} seqnos ordered, {} writesets acknowledged, {} certification conflicts, {} faults injected, {} relay frames, {} appends without their receiver's own payloads, {} standstills, {} causal reads checked",
         count,
         first,
         first + count - 1,
@@ -77,7 +78,8 @@ fn seeded_schedules_keep_every_invariant() {
         faults,
         relayed,
         own,
-        stood_still
+        stood_still,
+        reads
     );
     assert!(
         failed.is_empty(),

@@ -9,9 +9,12 @@
 //! * one primary component: once a partition has lasted past the quorum
 //!   grace, the members that say they are primary are all on one side;
 //! * votes: every member that sees a consistency vote decided sees the
-//!   same result.
+//!   same result;
+//! * causal reads: the seqno a member answers a causal read with covers
+//!   every writeset acknowledged before the read was asked (`Reads`).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::mpsc::{Receiver, TryRecvError};
 
 use bytes::Bytes;
 
@@ -179,6 +182,12 @@ impl Checker {
         self.acked.push((seqno, origin, token));
     }
 
+    /// The highest seqno acknowledged so far: what a causal read asked
+    /// now must cover.
+    pub fn acked_floor(&self) -> Seqno {
+        self.acked.iter().map(|a| a.0).max().unwrap_or(0)
+    }
+
     pub fn last_seqno(&self) -> Seqno {
         self.slots.keys().next_back().copied().unwrap_or(0)
     }
@@ -198,6 +207,67 @@ impl Checker {
             }
         }
         Ok(())
+    }
+}
+
+/// Causal reads asked and not yet answered. A read is asked of any
+/// member that acts (a node would refuse one outside a primary
+/// component before asking, but whatever the group layer answers must
+/// hold anyway).
+#[derive(Default)]
+pub struct Reads {
+    pending: Vec<Pending>,
+    /// Reads answered and checked.
+    pub answered: u64,
+}
+
+struct Pending {
+    member: usize,
+    answer: Receiver<Seqno>,
+    /// The highest seqno acknowledged when the read was asked.
+    floor: Seqno,
+    asked_ms: u64,
+}
+
+/// A read unanswered this long is forgotten: its caller would have
+/// asked again (`Group::read_index` retries every second).
+const READ_FORGOTTEN_MS: u64 = 5_000;
+
+/// Reads in flight per member, at most.
+pub const READS_PER_MEMBER: usize = 4;
+
+impl Reads {
+    pub fn asked(&mut self, member: usize, answer: Receiver<Seqno>, floor: Seqno, now_ms: u64) {
+        self.pending.push(Pending { member, answer, floor, asked_ms: now_ms });
+    }
+
+    pub fn waiting(&self, member: usize) -> usize {
+        self.pending.iter().filter(|p| p.member == member).count()
+    }
+
+    /// Checks the answers that came; forgets reads whose member dropped
+    /// them (a new incarnation) or that waited too long.
+    pub fn check(&mut self, now_ms: u64) -> Result<(), String> {
+        let mut err = None;
+        let answered = &mut self.answered;
+        self.pending.retain(|p| match p.answer.try_recv() {
+            Ok(seqno) => {
+                *answered += 1;
+                if seqno < p.floor && err.is_none() {
+                    err = Some(format!("node{} answered a causal read asked at {} ms with seqno {}, but seqno {} was acknowledged before it", p.member + 1, p.asked_ms, seqno, p.floor));
+                }
+                false
+            }
+            Err(TryRecvError::Disconnected) => false,
+            Err(TryRecvError::Empty) => now_ms < p.asked_ms + READ_FORGOTTEN_MS,
+        });
+        err.map_or(Ok(()), Err)
+    }
+
+    /// A power cut: what was acknowledged beyond the logs is ordered
+    /// anew (and counted lost), so the reads asked before it prove nothing.
+    pub fn forget(&mut self) {
+        self.pending.clear();
     }
 }
 

@@ -504,6 +504,14 @@ impl Driven {
         true
     }
 
+    /// A causal read: the answer (the seqno it must wait for) comes on the
+    /// receiver, or never (no leader; the caller would ask again).
+    pub fn read(&mut self, now: Instant) -> std::sync::mpsc::Receiver<Seqno> {
+        let (reply, answer) = std::sync::mpsc::channel();
+        self.step(now, Some(Command::ReadIndex(reply)));
+        answer
+    }
+
     /// Leaves the group gracefully, as a server that shuts down does.
     pub fn leave(&mut self) {
         let (reply, done) = std::sync::mpsc::channel();

@@ -37,7 +37,7 @@ use bytes::Bytes;
 
 use crate::gtid::{Seqno, Uuid};
 use crate::writeset::{flags, Key, KeyKind, WriteSet};
-use check::{Checker, Note};
+use check::{Checker, Note, Reads};
 pub use driven::LogSync;
 use driven::{Driven, Traits};
 use network::{Envelope, Network};
@@ -112,6 +112,9 @@ pub struct Summary {
     /// Members frozen while serving reads that went non-primary first
     /// thing when they thawed (see `group::standstill`).
     pub stood_still: u64,
+    /// Causal reads answered, each checked against what was acknowledged
+    /// before it was asked.
+    pub reads: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,6 +177,7 @@ struct Sim {
     log_sync: LogSync,
     /// Acknowledged writesets lost to power cuts.
     lost: usize,
+    reads: Reads,
 }
 
 /// Runs the simulation of `seed`; `trace` prints the schedule and the
@@ -202,6 +206,7 @@ pub fn run_with(seed: u64, trace: bool, log_sync: LogSync) -> Result<Summary, St
         own: sim.net.own,
         lost: sim.lost,
         stood_still: sim.stood_still,
+        reads: sim.reads.answered,
     })
 }
 
@@ -320,6 +325,7 @@ impl Sim {
             arbitrator_led_since: BTreeMap::new(),
             log_sync,
             lost: 0,
+            reads: Reads::default(),
         };
         sim.net.side = vec![0; n];
         if trace {
@@ -371,7 +377,9 @@ impl Sim {
         self.expire_clients();
         if self.now < RUN_MS {
             self.load()?;
+            self.ask_reads()?;
         }
+        self.reads.check(self.now)?;
         self.check_synced_votes()?;
         self.check_arbitrators_follow()?;
         self.check_cut_off()?;
@@ -563,6 +571,20 @@ impl Sim {
         Ok(())
     }
 
+    /// Clients on members that act ask causal reads now and then.
+    fn ask_reads(&mut self) -> Result<(), String> {
+        for i in 0..self.members.len() {
+            if !self.acting(i) || self.members[i].is_arbitrator() || self.reads.waiting(i) >= check::READS_PER_MEMBER || !self.rng.chance(10) {
+                continue;
+            }
+            let floor = self.check.acked_floor();
+            let answer = self.members[i].read(at(self.base, self.now));
+            self.reads.asked(i, answer, floor, self.now);
+            self.flush(i)?;
+        }
+        Ok(())
+    }
+
     fn writeset(&mut self, i: usize, token: u64) -> WriteSet {
         let kinds = [KeyKind::Update, KeyKind::Exclusive, KeyKind::Shared, KeyKind::Reference];
         let mut rows: Vec<u64> = Vec::new();
@@ -653,6 +675,7 @@ impl Sim {
     fn power_cut(&mut self) -> Result<(), String> {
         let reaches = self.killed.iter().filter_map(|(_, p)| p.as_ref().map(|p| p.position.1)).max().unwrap_or(0);
         let lost = self.check.power_cut(reaches);
+        self.reads.forget();
         if self.log_sync == LogSync::Batch && !lost.is_empty() {
             return Err(format!("a power cut of every member lost {} acknowledged writesets (the logs reach {}, the first lost at seqno {})", lost.len(), reaches, lost[0].0));
         }
