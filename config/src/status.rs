@@ -116,7 +116,7 @@ status_vars! {
     ClusterApplyLagMs = "cluster_apply_lag_ms", Int64, "lockstep: the largest apply_lag_ms among the members, as each reports it every 250 ms (reports older than 2 s left out)";
     ApplyStalled = "apply_stalled", String, "lockstep: ON while this node's appliers have committed nothing for evs.suspect_timeout with write sets waiting and nothing pausing them: it no longer counts for flow control, and leaves the cluster after evs.inactive_timeout";
     LeaderIndex = "leader_index", Int64, "lockstep: index in this node's view of the member that orders write sets (the Raft leader); -1 when none is known";
-    CausalReadsByLeader = "causal_reads_by_leader", Int64, "lockstep: causal reads (sync_wait) whose position this node took from the leader's commit index in one round trip, without Raft's heartbeat round (a voting follower of a cluster of three voters or fewer)";
+    CausalReadsByLeader = "causal_reads_by_leader", Int64, "lockstep: causal reads (sync_wait) whose position this node took from the leader's last index in one round trip, without Raft's heartbeat round (a voting follower of a cluster of three voters or fewer)";
 }
 
 /// Galera 26.4.23 has the first this many, in this order; lockstep's own

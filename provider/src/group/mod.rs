@@ -369,7 +369,7 @@ impl Group {
         self.counters.leader.load(AtomicOrdering::Relaxed)
     }
 
-    /// Causal reads this member answered from its leader's commit index,
+    /// Causal reads this member answered from its leader's last index,
     /// without Raft's heartbeat round (see `shell::reads`).
     pub fn reads_answered_by_leader(&self) -> u64 {
         self.counters.reads_by_leader.load(AtomicOrdering::Relaxed)

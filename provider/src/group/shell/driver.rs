@@ -70,7 +70,7 @@ pub(crate) struct Counters {
     pub leader: AtomicU64,
     /// Its followers' answer times, for the metrics endpoint.
     pub round_trips: crate::group::order::round_trips::Shown,
-    /// Causal reads that took the leader's commit index without Raft's
+    /// Causal reads that took the leader's last index without Raft's
     /// heartbeat round (see `reads`).
     pub reads_by_leader: AtomicU64,
 }

@@ -121,7 +121,7 @@ impl Driver {
         }
     }
 
-    /// The asker's side: the read waits for the leader's commit index if
+    /// The asker's side: the read waits for the leader's last index if
     /// nothing it rests on moved meanwhile (see the module's head), else
     /// it goes through ReadIndex.
     pub(super) fn on_read_answer(&mut self, from: u64, a: ReadAnswer) {
