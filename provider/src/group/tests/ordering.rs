@@ -143,7 +143,7 @@ fn causal_reads_from_every_member_are_answered() {
 }
 
 #[test]
-fn a_voting_followers_causal_read_takes_the_leaders_commit_index_and_sees_what_another_member_committed() {
+fn a_voting_followers_causal_read_takes_the_leaders_last_index_and_sees_what_another_member_committed() {
     let (a, b, c) = three_voters();
     let deadline = || Instant::now() + Duration::from_secs(5);
     // c's writeset, acknowledged on c before b reads: b's read covers it.
