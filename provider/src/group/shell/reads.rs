@@ -100,11 +100,9 @@ impl Driver {
         if raft.state != StateRole::Leader {
             return;
         }
-        let floors = &mut self.incarnation.read_floors;
-        if floors.len() >= MAX_WAITING {
-            floors.drain(..MAX_WAITING / 2);
-        }
-        floors.push((ctx.to_vec(), raft.raft_log.last_index()));
+        let last = raft.raft_log.last_index();
+        bound(&mut self.incarnation.read_floors);
+        self.incarnation.read_floors.push((ctx.to_vec(), last));
     }
 
     fn take_read_floor(&mut self, ctx: &[u8]) -> u64 {
