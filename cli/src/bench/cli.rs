@@ -105,7 +105,8 @@ pub struct Cli {
     /// What to run: lan (or cells, the default), wan, slow-node, big-trx, freshness, bound, drain or durability
     ///
     /// lan (or cells): the sysbench matrix of the options above; with
-    /// --repeat N above 1, N times on fresh clusters, averaged, with
+    /// --repeat N above 1, N times on fresh clusters, averaged (tps, p95,
+    /// CPU per transaction; the node1 cells' follower delays pooled), with
     /// lan.json and lan.svg.
     ///
     /// wan: oltp_update_index on node 1 at 1, 4, 16 and 64 threads, the

@@ -140,6 +140,9 @@ pub struct Summary {
     /// of the benchmark (neither the servers, nor sysbench, nor lockstep):
     /// noise on a shared machine.
     pub other_load: Option<f64>,
+    /// Per follower, how long after node 1's COMMIT returned it showed
+    /// the probe's rows (cells with node 1 as the only writer node).
+    pub follower_delays: Vec<super::follower_delay::Delays>,
 }
 
 /// Compares two snapshots taken around a run of `transactions`.
@@ -185,6 +188,7 @@ pub fn summarize(before: &Snapshot, after: &Snapshot, transactions: u64) -> Summ
             .and_then(|(ours, all)| (all > 0.0).then(|| (ours / all).clamp(0.0, 1.0))),
         machine_busy: machine_busy(before.machine, after.machine),
         other_load: other_load(before, after, server_cpu(&pairs)),
+        follower_delays: Vec::new(),
     }
 }
 

@@ -310,7 +310,7 @@ fn measure(
             }
             let outcome = CellOutcome::Measured {
                 sysbench,
-                counters: Box::new(counters),
+                counters: Box::new(Summary { follower_delays: delays, ..counters }),
             };
             (outcome, false)
         }

@@ -22,6 +22,7 @@ use super::counters::Summary;
 use super::runner::{self, CellOutcome, ProviderRun};
 use super::sysbench::SysbenchResult;
 use crate::cluster::{provider_setting, Error, Result};
+use crate::workload::Latency;
 use lockstep_config::keys;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -282,7 +283,60 @@ fn averaged(spec: &BenchSpec, runs: &[SettingRun], out: &mut String) {
             out.push_str(&format!("  {}: geometric mean {:.2}, lowest cell {:.2}, over {} cells\n", spec.provider_slug(p), g, low, ratios.len()));
         }
         cpu_per_commit(spec, p, |p, c| over_settings(p, c, cost), out);
+        follower_delay(spec, runs, p, out);
     }
+}
+
+/// Issue 52's measure of a follower's freshness: per cell with one writer
+/// node, each follower's delays pooled over the repetitions (one p99 of
+/// all rows, not a mean of p99s, which a single slow round would sway),
+/// provider `p` against the first, and the highest p99 ratio.
+fn follower_delay(spec: &BenchSpec, runs: &[SettingRun], p: usize, out: &mut String) {
+    let mut ratios = Vec::new();
+    for (c, cell) in spec.cells().iter().enumerate() {
+        let (base, other) = (pooled_delays(runs, 0, c), pooled_delays(runs, p, c));
+        for (node, base_seen) in &base {
+            let Some((_, seen)) = other.iter().find(|(n, _)| n == node) else { continue };
+            if base_seen.is_empty() || seen.is_empty() {
+                continue;
+            }
+            let (b, l) = (Latency::of(base_seen.clone()), Latency::of(seen.clone()));
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            let ratio = ms(l.p99) / ms(b.p99).max(1e-3);
+            ratios.push(ratio);
+            out.push_str(&format!(
+                "  {:<34} {}: node{node} seen after node1's commit p50 {:.2} vs {:.2} ms, p99 {:.2} vs {:.2} ms ({ratio:.2}; {} and {} rows)\n",
+                cell_label(cell),
+                spec.provider_slug(p),
+                ms(l.p50),
+                ms(b.p50),
+                ms(l.p99),
+                ms(b.p99),
+                seen.len(),
+                base_seen.len()
+            ));
+        }
+    }
+    if let Some(high) = ratios.iter().copied().reduce(f64::max) {
+        out.push_str(&format!("  {}: follower delay p99, highest {:.2} of {}'s, over {} followers and cells\n", spec.provider_slug(p), high, spec.provider_slug(0), ratios.len()));
+    }
+}
+
+/// Provider `p`'s probe delays in cell `c`, per follower, over every
+/// repetition that measured it.
+fn pooled_delays(runs: &[SettingRun], p: usize, c: usize) -> Vec<(usize, Vec<Duration>)> {
+    let mut pooled: Vec<(usize, Vec<Duration>)> = Vec::new();
+    let measured = runs.iter().filter_map(|r| match r.runs.get(p)?.cells.get(c)? {
+        CellOutcome::Measured { counters, .. } => Some(&counters.follower_delays),
+        CellOutcome::Failed(_) => None,
+    });
+    for d in measured.flatten() {
+        match pooled.iter_mut().find(|(n, _)| *n == d.node) {
+            Some((_, seen)) => seen.extend_from_slice(&d.seen),
+            None => pooled.push((d.node, d.seen.clone())),
+        }
+    }
+    pooled
 }
 
 /// Issue 52's measure of a commit's cost: CPU of the whole cluster with
@@ -456,6 +510,29 @@ mod tests {
         let text = render(&lan, &runs, Duration::from_secs(60));
         assert!(text.contains("cpu 0.450 vs 0.600 ms/txn (0.75), context switches 10.0 vs 20.0 per txn"), "{text}");
         assert!(text.contains("highest cell 0.75"), "{text}");
+    }
+
+    #[test]
+    fn lan_repetitions_pool_each_followers_delays_before_taking_the_p99() {
+        let mut lan = spec_for(Scenario::Cells);
+        (lan.repeat, lan.tests, lan.threads, lan.targets) = (2, vec!["oltp_update_index".into()], vec![8], vec![lan.targets[0]]);
+        let probed = |ms: std::ops::RangeInclusive<u64>| {
+            let seen = ms.map(Duration::from_millis).collect();
+            let delays = vec![super::super::follower_delay::Delays { node: 2, seen, missed: 0 }];
+            let counters = Summary { follower_delays: delays, ..Summary::default() };
+            CellOutcome::Measured { sysbench: SysbenchResult { tps: 100.0, p95_ms: 2.0, ..Default::default() }, counters: Box::new(counters) }
+        };
+        // The first provider saw 1..=100 ms, then 1..=100 again; the other
+        // 1..=100, then 101..=200: pooled, its p99 is 198 ms against 99
+        // (the mean of its two p99s would be 149).
+        let runs: Vec<SettingRun> = settings(&lan)
+            .into_iter()
+            .zip([(1..=100, 1..=100), (1..=100, 101..=200)])
+            .map(|(setting, (first, other))| SettingRun { setting, runs: vec![provider_run(vec![probed(first)], None), provider_run(vec![probed(other)], None)] })
+            .collect();
+        let text = render(&lan, &runs, Duration::from_secs(60));
+        assert!(text.contains("node2 seen after node1's commit p50 101.00 vs 51.00 ms, p99 198.00 vs 99.00 ms (2.00; 200 and 200 rows)"), "{text}");
+        assert!(text.contains("follower delay p99, highest 2.00 of"), "{text}");
     }
 
     #[test]
