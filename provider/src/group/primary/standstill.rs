@@ -36,9 +36,11 @@ pub struct Standstill {
     /// between turns often both see one stop, a moment apart.
     last_seen: Option<Instant>,
     /// Since when turns have followed one another without a gap of more than
-    /// `PAUSED_TICKS` ticks: what this member heard in that time is all it was
-    /// sent (see `ran_throughout`).
+    /// `PAUSED_TICKS` ticks, none lasting longer: what this member heard in
+    /// that time is all it was sent (see `ran_throughout`).
     running_since: Instant,
+    /// When the current (or last) turn began.
+    turn_began: Instant,
     tick: Duration,
 }
 
@@ -49,12 +51,13 @@ const PAUSED_TICKS: u32 = 4;
 
 impl Standstill {
     pub fn new(now: Instant, tick: Duration) -> Standstill {
-        Standstill { last_turn_end: now, bound: STOOD_STILL.max(tick * 4), last_seen: None, running_since: now, tick }
+        Standstill { last_turn_end: now, bound: STOOD_STILL.max(tick * 4), last_seen: None, running_since: now, turn_began: now, tick }
     }
 
     /// A turn begins at `now`: how long the member stood still before it,
     /// if longer than `STOOD_STILL`.
     pub fn turn_begins(&mut self, now: Instant) -> Option<Duration> {
+        self.turn_began = now;
         let gap = now.saturating_duration_since(self.last_turn_end);
         if gap > self.tick * PAUSED_TICKS {
             self.running_since = now;
@@ -66,8 +69,18 @@ impl Standstill {
     /// it heard over a shorter run may be its own pause, shorter than a
     /// standstill, with what the others sent meanwhile still on its way to
     /// the driver (`cut_off` must not take that for a cut).
+    ///
+    /// A long turn (over `PAUSED_TICKS` ticks) heard nothing either: its
+    /// thread read no frame meanwhile, and the leader's appends and
+    /// heartbeats wait in the socket behind it. A big writeset's turn is
+    /// one: node 3 of `scripts/kill-big-update`, writing a 500,000-row
+    /// INSERT into a new 128 MB gcache page, took the leader's silence in
+    /// that turn for a cut and went non-Primary for 5 s while node 2 heard
+    /// the leader. So the current turn must be a short one, and the run
+    /// starts again at the end of a long one.
     pub fn ran_throughout(&self, now: Instant, window: Duration) -> bool {
-        now.saturating_duration_since(self.running_since) >= window
+        let turn = now.saturating_duration_since(self.turn_began);
+        turn <= self.tick * PAUSED_TICKS && now.saturating_duration_since(self.running_since) >= window
     }
 
     /// Whether a standstill seen at `now` (of either kind) is a new one,
@@ -82,6 +95,9 @@ impl Standstill {
     }
 
     pub fn turn_ended(&mut self, now: Instant) {
+        if now.saturating_duration_since(self.turn_began) > self.tick * PAUSED_TICKS {
+            self.running_since = now;
+        }
         self.last_turn_end = now;
     }
 }
@@ -113,7 +129,38 @@ mod tests {
         assert!(s.ran_throughout(t0 + Duration::from_millis(1000), window));
         assert_eq!(s.turn_begins(t0 + Duration::from_millis(1800)), None, "0.8 s is no standstill");
         assert!(!s.ran_throughout(t0 + Duration::from_millis(1800), window));
+        for ms in (1800..=2550).step_by(50) {
+            s.turn_begins(t0 + Duration::from_millis(ms));
+            s.turn_ended(t0 + Duration::from_millis(ms));
+        }
         assert!(s.ran_throughout(t0 + Duration::from_millis(2550), window));
+    }
+
+    #[test]
+    fn a_long_turn_heard_nothing_meanwhile() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut s = Standstill::new(t0, Duration::from_millis(50));
+        let window = Duration::from_millis(750);
+        for n in (50..=1000).step_by(50) {
+            s.turn_begins(ms(n));
+            s.turn_ended(ms(n));
+        }
+        assert!(s.ran_throughout(ms(1000), window));
+        // A turn from 1,050 ms to 2,050 ms: inside it, and for a window
+        // after it, this member has not been listening.
+        assert_eq!(s.turn_begins(ms(1050)), None);
+        assert!(s.ran_throughout(ms(1100), window), "a turn of 50 ms is a usual one");
+        assert!(!s.ran_throughout(ms(2050), window), "a second into the turn");
+        s.turn_ended(ms(2050));
+        assert_eq!(s.turn_begins(ms(2100)), None, "a long turn is no standstill");
+        assert!(!s.ran_throughout(ms(2100), window));
+        for n in (2100..=2800).step_by(50) {
+            s.turn_begins(ms(n));
+            s.turn_ended(ms(n));
+        }
+        assert!(!s.ran_throughout(ms(2750), window), "700 ms after the long turn");
+        assert!(s.ran_throughout(ms(2800), window), "750 ms after it");
     }
 
     #[test]
