@@ -72,12 +72,12 @@ impl Standstill {
     ///
     /// A long turn (over `PAUSED_TICKS` ticks) heard nothing either: its
     /// thread read no frame meanwhile, and the leader's appends and
-    /// heartbeats wait in the socket behind it. A big writeset's turn is
-    /// one: node 3 of `scripts/kill-big-update`, writing a 500,000-row
-    /// INSERT into a new 128 MB gcache page, took the leader's silence in
-    /// that turn for a cut and went non-Primary for 5 s while node 2 heard
-    /// the leader. So the current turn must be a short one, and the run
-    /// starts again at the end of a long one.
+    /// heartbeats wait in the socket behind it. A big writeset's turn can
+    /// be one: node 3 of `scripts/kill-big-update`, taking a 500,000-row
+    /// INSERT (and opening a 128 MB gcache page for it), took the leader's
+    /// silence for a cut and went non-Primary for 5 s while node 2 heard
+    /// the leader, in 4 of 5 runs (0 of 3 since). So the current turn must
+    /// be a short one, and the run starts again at the end of a long one.
     pub fn ran_throughout(&self, now: Instant, window: Duration) -> bool {
         let turn = now.saturating_duration_since(self.turn_began);
         turn <= self.tick * PAUSED_TICKS && now.saturating_duration_since(self.running_since) >= window
