@@ -59,7 +59,7 @@ impl Standstill {
     pub fn turn_begins(&mut self, now: Instant) -> Option<Duration> {
         self.turn_began = now;
         let gap = now.saturating_duration_since(self.last_turn_end);
-        if gap > self.tick * PAUSED_TICKS {
+        if self.beyond_a_pause(gap) {
             self.running_since = now;
         }
         (gap > self.bound).then_some(gap)
@@ -80,7 +80,13 @@ impl Standstill {
     /// be a short one, and the run starts again at the end of a long one.
     pub fn ran_throughout(&self, now: Instant, window: Duration) -> bool {
         let turn = now.saturating_duration_since(self.turn_began);
-        turn <= self.tick * PAUSED_TICKS && now.saturating_duration_since(self.running_since) >= window
+        !self.beyond_a_pause(turn) && now.saturating_duration_since(self.running_since) >= window
+    }
+
+    /// Whether a gap between turns, or a turn, lasted longer than
+    /// `PAUSED_TICKS` ticks: this member heard nothing that long.
+    fn beyond_a_pause(&self, d: Duration) -> bool {
+        d > self.tick * PAUSED_TICKS
     }
 
     /// Whether a standstill seen at `now` (of either kind) is a new one,
@@ -95,7 +101,7 @@ impl Standstill {
     }
 
     pub fn turn_ended(&mut self, now: Instant) {
-        if now.saturating_duration_since(self.turn_began) > self.tick * PAUSED_TICKS {
+        if self.beyond_a_pause(now.saturating_duration_since(self.turn_began)) {
             self.running_since = now;
         }
         self.last_turn_end = now;
