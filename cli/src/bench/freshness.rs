@@ -81,7 +81,9 @@ pub struct PhaseFigures {
     /// The median of the writers' per-second p99 latencies in the phase:
     /// every wait a commit on node 1 met, flow control's and any other
     /// (Galera's send window holds its writers without counting it as
-    /// paused), so that `paused` compares fairly with it beside.
+    /// paused), so that `paused` compares fairly with it beside. Under a
+    /// `--rate` above what the cluster carries it also holds sysbench's
+    /// backlog of events not yet started.
     pub write_p99_ms: f64,
     pub read_p99_ms: f64,
     /// Share of the phase node 1 was paused by flow control.
@@ -221,9 +223,9 @@ fn figures(setting: &str, writes: &str, phases: &[Phase]) -> Result<Run> {
     let mut run = Run { setting: setting.into(), phases: Vec::new(), write_tps, read_p99_ms: Vec::new(), phase_change: 0.0 };
     for (i, p) in phases.iter().enumerate() {
         let result = sysbench::parse(&p.reads).map_err(Error::msg)?;
-        let inside: Vec<f64> = run.write_tps.iter().filter(|(s, _)| *s > p.from && *s <= p.to).map(|p| p.1).collect();
-        let write_tps = inside.iter().sum::<f64>() / inside.len().max(1) as f64;
-        let write_p99_ms = median(interim.iter().filter(|(s, _, _)| *s as f64 > p.from && *s as f64 <= p.to).map(|p| p.2).collect());
+        let inside: Vec<&(u64, f64, f64)> = interim.iter().filter(|(s, _, _)| *s as f64 > p.from && *s as f64 <= p.to).collect();
+        let write_tps = inside.iter().map(|s| s.1).sum::<f64>() / inside.len().max(1) as f64;
+        let write_p99_ms = median(inside.iter().map(|s| s.2).collect());
         run.read_p99_ms.extend(sysbench::interim(&p.reads).into_iter().map(|(s, _, p99)| (p.from + s as f64, p99)));
         // `p95_ms` is the percentile asked for: 99 here (`args_with`).
         run.phases.push(PhaseFigures { flush: p.flush, write_tps, write_p99_ms, read_p99_ms: result.p95_ms, paused: p.paused, queue_avg: p.queue });
@@ -234,6 +236,7 @@ fn figures(setting: &str, writes: &str, phases: &[Phase]) -> Result<Run> {
     Ok(run)
 }
 
+/// The upper median of an even count.
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
