@@ -72,17 +72,7 @@ impl Driver {
                 }
                 let answer = (m.get_msg_type() == MessageType::MsgAppendResponse && !m.reject).then_some((m.from, m.term, m.index));
                 let committed = self.incarnation.raw.raft.raft_log.committed;
-                let read_answer = m.get_msg_type() == MessageType::MsgReadIndexResp;
-                let _ = self.incarnation.raw.step(m);
-                if read_answer {
-                    // raft-rs commits a follower up to a ReadIndex answer's
-                    // index, taking it for the leader's commit index; ours
-                    // may be raised to the leader's last index (see
-                    // `raise_read_answers`), entries no quorum may hold yet.
-                    // Simulator seed 15017: a follower of five voters
-                    // applied an entry the next leader overwrote.
-                    self.incarnation.raw.raft.raft_log.committed = committed;
-                }
+                let _ = super::step::step_peer(&mut self.incarnation.raw, m);
                 // m.from, not the frame's sender: a relay (see `relay`) may have brought it.
                 if let Some((follower, term, index)) = answer {
                     let moved = self.incarnation.raw.raft.raft_log.committed > committed;

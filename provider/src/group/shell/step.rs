@@ -2,6 +2,7 @@
 //! the driver, which the simulator runs, so the simulator tests this rule.
 
 use raft::prelude::{Message, MessageType};
+use raft::{RawNode, Storage};
 
 /// `m` as it may be stepped into a raft node whose log ends at
 /// `last_index` and is committed up to `committed`; None: not at all.
@@ -40,6 +41,24 @@ pub fn admit(mut m: Message, last_index: u64, committed: u64, vote_floor: u64) -
         m.commit = committed;
     }
     Some(m)
+}
+
+/// Steps a peer's message into `raw`; a ReadIndex answer commits nothing.
+///
+/// raft-rs commits a follower up to a read answer's index, taking it for
+/// the leader's commit index. Ours may be raised to the leader's last
+/// index (see `reads.rs` `raise_read_answers`): entries no quorum may hold
+/// yet. A follower of five voters committed and applied such an entry and
+/// the next leader overwrote it (simulator seed 15017). Commits come from
+/// appends and heartbeats.
+pub fn step_peer<S: Storage>(raw: &mut RawNode<S>, m: Message) -> raft::Result<()> {
+    let committed = raw.raft.raft_log.committed;
+    let read_answer = m.get_msg_type() == MessageType::MsgReadIndexResp;
+    let stepped = raw.step(m);
+    if read_answer {
+        raw.raft.raft_log.committed = committed;
+    }
+    stepped
 }
 
 #[cfg(test)]
@@ -84,5 +103,42 @@ mod tests {
         let mut append = Message::default();
         append.set_msg_type(MessageType::MsgAppend);
         assert!(admit(append, 0, 0, 856).is_some(), "the log must be able to grow");
+    }
+
+    /// A follower of five voters (no commit-ahead) holding entries 1-3
+    /// of which it knows 1 committed.
+    fn five_voter_follower() -> RawNode<raft::storage::MemStorage> {
+        let storage = raft::storage::MemStorage::new_with_conf_state((vec![1, 2, 3, 4, 5], vec![]));
+        let cfg = raft::Config { id: 2, ..Default::default() };
+        let logger = slog::Logger::root(slog::Discard, slog::o!());
+        let mut raw = RawNode::new(&cfg, storage, &logger).expect("raft node");
+        let mut append = Message::default();
+        append.set_msg_type(MessageType::MsgAppend);
+        (append.from, append.to, append.term, append.commit) = (1, 2, 1, 1);
+        append.entries = (1..=3).map(|index| raft::prelude::Entry { index, term: 1, ..Default::default() }).collect::<Vec<_>>().into();
+        step_peer(&mut raw, append).expect("append stepped");
+        assert_eq!((raw.raft.raft_log.last_index(), raw.raft.raft_log.committed), (3, 1));
+        raw
+    }
+
+    #[test]
+    fn a_read_answer_raised_to_the_leaders_last_index_commits_nothing() {
+        let mut raw = five_voter_follower();
+        let mut answer = Message::default();
+        answer.set_msg_type(MessageType::MsgReadIndexResp);
+        (answer.from, answer.to, answer.term, answer.index) = (1, 2, 1, 3);
+        answer.entries = vec![raft::prelude::Entry { data: b"read".to_vec().into(), ..Default::default() }].into();
+        step_peer(&mut raw, answer).expect("answer stepped");
+        assert_eq!(raw.raft.raft_log.committed, 1, "entries 2-3 may be on no quorum of five");
+        assert_eq!(raw.raft.read_states.last().map(|r| r.index), Some(3), "the read itself is answered");
+    }
+
+    #[test]
+    fn a_heartbeat_still_commits_after_a_read_answer() {
+        let mut raw = five_voter_follower();
+        let mut heartbeat = heartbeat(3);
+        (heartbeat.from, heartbeat.to, heartbeat.term) = (1, 2, 1);
+        step_peer(&mut raw, heartbeat).expect("heartbeat stepped");
+        assert_eq!(raw.raft.raft_log.committed, 3);
     }
 }
