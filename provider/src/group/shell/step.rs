@@ -136,9 +136,9 @@ mod tests {
     #[test]
     fn a_heartbeat_still_commits_after_a_read_answer() {
         let mut raw = five_voter_follower();
-        let mut heartbeat = heartbeat(3);
-        (heartbeat.from, heartbeat.to, heartbeat.term) = (1, 2, 1);
-        step_peer(&mut raw, heartbeat).expect("heartbeat stepped");
+        let mut beat = heartbeat(3);
+        (beat.from, beat.to, beat.term) = (1, 2, 1);
+        step_peer(&mut raw, beat).expect("heartbeat stepped");
         assert_eq!(raw.raft.raft_log.committed, 3);
     }
 }
