@@ -121,14 +121,19 @@ mod tests {
         raw
     }
 
-    #[test]
-    fn a_read_answer_raised_to_the_leaders_last_index_commits_nothing() {
-        let mut raw = five_voter_follower();
+    /// The leader's answer to this follower's read, raised to index 3.
+    fn raised_read_answer() -> Message {
         let mut answer = Message::default();
         answer.set_msg_type(MessageType::MsgReadIndexResp);
         (answer.from, answer.to, answer.term, answer.index) = (1, 2, 1, 3);
         answer.entries = vec![raft::prelude::Entry { data: b"read".to_vec().into(), ..Default::default() }].into();
-        step_peer(&mut raw, answer).expect("answer stepped");
+        answer
+    }
+
+    #[test]
+    fn a_read_answer_raised_to_the_leaders_last_index_commits_nothing() {
+        let mut raw = five_voter_follower();
+        step_peer(&mut raw, raised_read_answer()).expect("answer stepped");
         assert_eq!(raw.raft.raft_log.committed, 1, "entries 2-3 may be on no quorum of five");
         assert_eq!(raw.raft.read_states.last().map(|r| r.index), Some(3), "the read itself is answered");
     }
@@ -136,6 +141,7 @@ mod tests {
     #[test]
     fn a_heartbeat_still_commits_after_a_read_answer() {
         let mut raw = five_voter_follower();
+        step_peer(&mut raw, raised_read_answer()).expect("answer stepped");
         let mut beat = heartbeat(3);
         (beat.from, beat.to, beat.term) = (1, 2, 1);
         step_peer(&mut raw, beat).expect("heartbeat stepped");
